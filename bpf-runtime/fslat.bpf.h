@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What every program fslat generates includes: the base types, libbpf's BPF-side
+ * headers, the fsession kfuncs and a few helpers. Kernel structs are not here: each
+ * program declares just the members it reads (CO-RE relocates them against the running
+ * kernel), so clang compiles a few hundred lines instead of a 3 MB vmlinux.h.
+ */
+#ifndef FSLAT_BPF_H
+#define FSLAT_BPF_H
+
+typedef signed char __s8;
+typedef unsigned char __u8;
+typedef short __s16;
+typedef unsigned short __u16;
+typedef int __s32;
+typedef unsigned int __u32;
+typedef long long __s64;
+typedef unsigned long long __u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u64 __be64;
+typedef __u32 __wsum;
+typedef _Bool bool;
+#define true 1
+#define false 0
+#define NULL ((void *)0)
+
+/* UAPI constants (include/uapi/linux/bpf.h); their values are ABI. */
+enum {
+	BPF_MAP_TYPE_HASH = 1,
+	BPF_MAP_TYPE_ARRAY = 2,
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_RINGBUF = 27,
+};
+enum {
+	BPF_ANY = 0,
+	BPF_NOEXIST = 1,
+	BPF_EXIST = 2,
+};
+
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+/* Linux 7.0 fsession kfuncs (resolved at load time; absent before 7.0). */
+extern bool bpf_session_is_return(void *ctx) __ksym __weak;
+extern __u64 *bpf_session_cookie(void *ctx) __ksym __weak;
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Per-session counters, one slot per session in a per-CPU array; user space sums them. */
+struct fslat_counters {
+	__u64 calls;     /* passed the entry filter and returned */
+	__u64 matched;   /* passed the whole predicate */
+	__u64 errors;    /* among calls: signed return value < 0 */
+	__u64 dropped;   /* events lost: ring buffer full */
+	__u64 unpaired;  /* fentry mode: entry not recorded (map full) */
+	__u64 agg_lost;  /* aggregation updates lost: map full */
+};
+
+/*
+ * -p: 0 traces every process. Set before load; the verifier prunes the check when 0.
+ * Its own section puts it at offset 0 of the `.rodata.fslat` map, where fslat writes it.
+ */
+const volatile __u32 fslat_target_tgid SEC(".rodata.fslat") = 0;
+
+/*
+ * Reads a NUL-terminated string from kernel memory, or from user memory when the
+ * pointer is a user address (parameters such as `const char __user *filename`).
+ */
+static __always_inline void fslat_read_str(char *dst, __u32 size, const void *src)
+{
+	if (bpf_probe_read_kernel_str(dst, size, src) < 0 &&
+	    bpf_probe_read_user_str(dst, size, src) < 0)
+		dst[0] = 0;
+}
+
+/* Compares two NUL-terminated strings over at most n bytes. */
+static __always_inline bool fslat_streq(const char *a, const char *b, __u32 n)
+{
+	for (__u32 i = 0; i < n; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return true;
+}
+
+/* Signed division without BPF's signed-division instruction (needs cpu v4). */
+static __always_inline __s64 fslat_sdiv(__s64 a, __s64 b)
+{
+	__u64 q = (__u64)(a < 0 ? -a : a) / (__u64)(b < 0 ? -b : b);
+	return (a < 0) != (b < 0) ? -(__s64)q : (__s64)q;
+}
+
+static __always_inline __s64 fslat_smod(__s64 a, __s64 b)
+{
+	__u64 r = (__u64)(a < 0 ? -a : a) % (__u64)(b < 0 ? -b : b);
+	return a < 0 ? -(__s64)r : (__s64)r;
+}
+
+/* Index of the highest set bit plus one: 0 for 0, 1 for 1, 2 for 2..3, ... */
+static __always_inline __u32 fslat_log2_bucket(__u64 v)
+{
+	__u32 r = 0;
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { v >>= 1; r += 1; }
+	return r + (__u32)v;
+}
+
+/* Aggregation values. count, sum, min, max and avg share one layout. */
+struct fslat_stat {
+	__u64 count;
+	__s64 sum;
+	__s64 min;
+	__s64 max;
+};
+
+/* slots[0]: negative values; slots[1]: 0; slots[k + 1]: [2^(k-1), 2^k). */
+#define FSLAT_HIST_SLOTS 66
+struct fslat_hist {
+	__u64 slots[FSLAT_HIST_SLOTS];
+};
+
+/* A zero histogram to insert new keys from: too big for the 512-byte BPF stack. */
+struct fslat_hist fslat_hist_zero;
+
+static __always_inline void fslat_stat_add(struct fslat_stat *s, __s64 x)
+{
+	__sync_fetch_and_add(&s->count, 1);
+	__sync_fetch_and_add(&s->sum, x);
+	/* Bounded compare-and-swap: concurrent updates of one key retry a few times. */
+	for (int i = 0; i < 4; i++) {
+		__s64 old = s->min;
+		if (x >= old || __sync_val_compare_and_swap(&s->min, old, x) == old)
+			break;
+	}
+	for (int i = 0; i < 4; i++) {
+		__s64 old = s->max;
+		if (x <= old || __sync_val_compare_and_swap(&s->max, old, x) == old)
+			break;
+	}
+}
+
+static __always_inline void fslat_hist_add(struct fslat_hist *h, __s64 x)
+{
+	__u32 slot = x < 0 ? 0 : 1 + fslat_log2_bucket((__u64)x);
+	if (slot < FSLAT_HIST_SLOTS)
+		__sync_fetch_and_add(&h->slots[slot], 1);
+}
+
+#endif /* FSLAT_BPF_H */

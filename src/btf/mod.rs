@@ -1,0 +1,90 @@
+//! The kernel's types, as the checker needs them: functions with their parameters, struct
+//! fields, and whether the kernel has fsession. `Btf` reads them from a BTF file (normally
+//! `/sys/kernel/btf/vmlinux`); `Fixture` is a small hand-built kernel for tests.
+
+mod fixture;
+mod vmlinux;
+
+pub use fixture::Fixture;
+pub use vmlinux::{Btf, BtfError};
+
+/// A BTF type id. 0 is `void`.
+pub type TypeId = u32;
+
+/// A type with typedefs, `const`, `volatile`, `restrict` and type tags stripped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KType {
+    Void,
+    /// Integers, `char` and `_Bool`. `size` in bytes (1, 2, 4, 8, 16).
+    Int {
+        size: u32,
+        signed: bool,
+        char_like: bool,
+        bool_like: bool,
+    },
+    Enum {
+        size: u32,
+        signed: bool,
+    },
+    /// `user` is true when BTF marks the pointer `__user` (type tag "user").
+    Ptr {
+        pointee: TypeId,
+        user: bool,
+    },
+    /// A struct or union (`union` tells which); `name` is empty for anonymous ones.
+    Struct {
+        name: String,
+        size: u32,
+        union: bool,
+    },
+    Array {
+        elem: TypeId,
+        len: u32,
+    },
+    /// A function prototype (what a function pointer points to).
+    FuncProto,
+    /// Floats and anything else fslat cannot read.
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Param {
+    pub name: String,
+    pub ty: TypeId,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FuncSig {
+    pub name: String,
+    pub params: Vec<Param>,
+    /// 0 for `void`.
+    pub ret: TypeId,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    pub name: String,
+    pub ty: TypeId,
+    /// Bitfields cannot be read with a plain CO-RE read.
+    pub bitfield: bool,
+}
+
+/// Everything the checker and codegen ask of the kernel's types.
+pub trait KernelTypes {
+    /// A traceable function (BTF `FUNC`) by exact name.
+    fn function(&self, name: &str) -> Option<FuncSig>;
+    /// Every function name, sorted, for suggestions, completion and `--list`.
+    fn function_names(&self) -> Vec<String>;
+    /// The type behind `ty`, typedefs and qualifiers stripped.
+    fn resolve(&self, ty: TypeId) -> KType;
+    /// How C spells the type, typedef names kept: `struct file *`, `size_t`, `loff_t *`.
+    fn type_name(&self, ty: TypeId) -> String;
+    /// A named member of the struct or union `ty` (after `resolve`), looking through anonymous
+    /// struct and union members the way C does.
+    fn field(&self, ty: TypeId, name: &str) -> Option<Field>;
+    /// Names reachable with `field` from `ty`, in declaration order, for hints.
+    fn field_names(&self, ty: TypeId) -> Vec<String>;
+    /// Whether this kernel knows fsession programs (`BPF_TRACE_FSESSION` in
+    /// `enum bpf_attach_type`).
+    fn has_fsession(&self) -> bool;
+}

@@ -1,0 +1,1203 @@
+//! A pure-Rust reader of the raw BTF format (`include/uapi/linux/btf.h`), as found in
+//! `/sys/kernel/btf/vmlinux`.
+//!
+//! Loading only validates the layout (header, sections, every type record and its trailing
+//! data) and records where each type starts, so it is cheap even for the ~150k types of a
+//! vmlinux; the function-name index is built on first use. All later reads are bounds-checked
+//! and cycle-safe, so a malformed file can make answers wrong but never panics or loops.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::{Field, FuncSig, KType, KernelTypes, Param, TypeId};
+
+/// Where the running kernel exposes its own BTF.
+pub const VMLINUX_PATH: &str = "/sys/kernel/btf/vmlinux";
+
+const BTF_MAGIC: u16 = 0xeb9f;
+const BTF_VERSION: u8 = 1;
+/// Size of `struct btf_header` as of version 1; `hdr_len` may be larger.
+const HEADER_LEN: usize = 24;
+/// Size of `struct btf_type`.
+const TYPE_LEN: usize = 12;
+
+const KIND_INT: u32 = 1;
+const KIND_PTR: u32 = 2;
+const KIND_ARRAY: u32 = 3;
+const KIND_STRUCT: u32 = 4;
+const KIND_UNION: u32 = 5;
+const KIND_ENUM: u32 = 6;
+const KIND_FWD: u32 = 7;
+const KIND_TYPEDEF: u32 = 8;
+const KIND_VOLATILE: u32 = 9;
+const KIND_CONST: u32 = 10;
+const KIND_RESTRICT: u32 = 11;
+const KIND_FUNC: u32 = 12;
+const KIND_FUNC_PROTO: u32 = 13;
+const KIND_VAR: u32 = 14;
+const KIND_DATASEC: u32 = 15;
+const KIND_FLOAT: u32 = 16;
+const KIND_DECL_TAG: u32 = 17;
+const KIND_TYPE_TAG: u32 = 18;
+const KIND_ENUM64: u32 = 19;
+
+const INT_SIGNED: u32 = 1 << 0;
+const INT_CHAR: u32 = 1 << 1;
+const INT_BOOL: u32 = 1 << 2;
+
+/// How many typedefs/qualifiers/nested declarators we follow before giving up: real chains
+/// are a handful long, so hitting this means a cycle in malformed BTF.
+const MAX_CHAIN: usize = 64;
+/// How deep `type_name` and the anonymous-member search recurse.
+const MAX_DEPTH: u32 = 32;
+/// How many types one `type_name` call may visit, and how many members one `field` or
+/// `field_names` call may look at: keeps malformed BTF (say, a function prototype whose
+/// parameters point back at it) from blowing up exponentially.
+const NAME_BUDGET: u32 = 4096;
+const MEMBER_BUDGET: u32 = 1 << 16;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BtfError {
+    #[error(
+        "cannot read kernel BTF from {}: {error}; pass a BTF file with --btf FILE, \
+         or run a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+        path.display()
+    )]
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("malformed BTF{}: {what}", in_path(path))]
+    Malformed { path: Option<PathBuf>, what: String },
+    #[error(
+        "BTF{} is big-endian; only little-endian BTF is supported",
+        in_path(path)
+    )]
+    BigEndian { path: Option<PathBuf> },
+}
+
+fn in_path(path: &Option<PathBuf>) -> String {
+    match path {
+        Some(p) => format!(" in {}", p.display()),
+        None => String::new(),
+    }
+}
+
+impl BtfError {
+    fn with_path(self, p: &Path) -> BtfError {
+        match self {
+            BtfError::Malformed { what, .. } => BtfError::Malformed {
+                path: Some(p.to_path_buf()),
+                what,
+            },
+            BtfError::BigEndian { .. } => BtfError::BigEndian {
+                path: Some(p.to_path_buf()),
+            },
+            e => e,
+        }
+    }
+}
+
+fn malformed(what: impl Into<String>) -> BtfError {
+    BtfError::Malformed {
+        path: None,
+        what: what.into(),
+    }
+}
+
+/// Kernel types read from a BTF blob.
+pub struct Btf {
+    data: Vec<u8>,
+    /// Offset in `data` of each type's `struct btf_type`, indexed by type id. Entry 0 (`void`)
+    /// is unused. Every record and its trailing data were checked to lie in the type section.
+    types: Vec<u32>,
+    /// The string section, `data[str_start..str_end]`; non-empty and NUL-terminated.
+    str_start: usize,
+    str_end: usize,
+    /// Hash of a FUNC name -> the first FUNC id whose name has that hash (names are not
+    /// stored: `function_id` checks the name of the id found). Built only once enough
+    /// lookups were made that it pays off: a start-up needing a few functions does without.
+    funcs: OnceLock<FuncIndex>,
+    /// Lookups made by scanning so far.
+    scans: AtomicU32,
+}
+
+type FuncIndex = HashMap<u64, TypeId, BuildHasherDefault<PreHashed>>;
+
+/// Lookups done by scanning before building the function index. A scan costs about a
+/// quarter of building the index (both well under a few ms for a full vmlinux).
+const SCAN_LOOKUPS: u32 = 4;
+
+/// Hash of a name for the function index (FxHash-style over 8-byte words, then a 64-bit
+/// finalizer so every bit is mixed).
+fn name_hash(name: &[u8]) -> u64 {
+    let mut h: u64 = name.len() as u64;
+    let mut chunks = name.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(<[u8; 8]>::try_from(c).unwrap_or_default());
+        h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    h = (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h
+}
+
+/// Every offset at which `needle` (non-empty) occurs in `hay`.
+fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut found = Vec::new();
+    let Some((&first, _)) = needle.split_first() else {
+        return found;
+    };
+    let mut check = |i: usize| {
+        if hay.get(i..i + needle.len()) == Some(needle) {
+            found.push(i);
+        }
+    };
+    // Look for the first byte eight bytes at a time (SWAR), then check candidates.
+    let pattern = LO * u64::from(first);
+    let mut chunks = hay.chunks_exact(8);
+    let mut base = 0;
+    for c in &mut chunks {
+        let x = u64::from_le_bytes(<[u8; 8]>::try_from(c).unwrap_or_default()) ^ pattern;
+        if x.wrapping_sub(LO) & !x & HI != 0 {
+            for (k, &b) in c.iter().enumerate() {
+                if b == first {
+                    check(base + k);
+                }
+            }
+        }
+        base += 8;
+    }
+    for (k, &b) in chunks.remainder().iter().enumerate() {
+        if b == first {
+            check(base + k);
+        }
+    }
+    found
+}
+
+/// A `Hasher` for keys that already are good hashes.
+#[derive(Default)]
+struct PreHashed(u64);
+
+impl Hasher for PreHashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+impl std::fmt::Debug for Btf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Btf")
+            .field("bytes", &self.data.len())
+            .field("types", &self.type_count())
+            .finish()
+    }
+}
+
+/// One `struct btf_type`, decoded.
+#[derive(Clone, Copy, Debug)]
+struct Rec {
+    /// Offset of the record in `data`; trailing data starts at `off + TYPE_LEN`.
+    off: usize,
+    name_off: u32,
+    kind: u32,
+    vlen: usize,
+    kflag: bool,
+    /// `size` or `type`, depending on the kind.
+    size_type: u32,
+}
+
+fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {
+    Some(match kind {
+        KIND_INT => 4,
+        KIND_PTR | KIND_FWD | KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT
+        | KIND_FUNC | KIND_FLOAT | KIND_TYPE_TAG => 0,
+        KIND_ARRAY => 12,
+        KIND_STRUCT | KIND_UNION => 12 * vlen,
+        KIND_ENUM => 8 * vlen,
+        KIND_FUNC_PROTO => 8 * vlen,
+        KIND_VAR => 4,
+        KIND_DATASEC => 12 * vlen,
+        KIND_DECL_TAG => 4,
+        KIND_ENUM64 => 12 * vlen,
+        _ => return None,
+    })
+}
+
+fn read_u32(data: &[u8], off: usize) -> Option<u32> {
+    let bytes = data.get(off..off.checked_add(4)?)?;
+    Some(u32::from_le_bytes(<[u8; 4]>::try_from(bytes).ok()?))
+}
+
+impl Btf {
+    /// The running kernel's BTF, from `/sys/kernel/btf/vmlinux`.
+    pub fn vmlinux() -> Result<Btf, BtfError> {
+        Btf::from_file(VMLINUX_PATH)
+    }
+
+    /// A raw BTF file (e.g. a copy of some kernel's `/sys/kernel/btf/vmlinux`).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Btf, BtfError> {
+        let path = path.as_ref();
+        let data = std::fs::read(path).map_err(|error| BtfError::Read {
+            path: path.to_path_buf(),
+            error,
+        })?;
+        Btf::from_bytes(data).map_err(|e| e.with_path(path))
+    }
+
+    /// A raw BTF blob.
+    pub fn from_bytes(data: Vec<u8>) -> Result<Btf, BtfError> {
+        if data.len() < HEADER_LEN {
+            return Err(malformed(format!(
+                "{} bytes is too short for a BTF header ({HEADER_LEN} bytes)",
+                data.len()
+            )));
+        }
+        let magic = u16::from_le_bytes([data[0], data[1]]);
+        if magic == BTF_MAGIC.swap_bytes() {
+            return Err(BtfError::BigEndian { path: None });
+        }
+        if magic != BTF_MAGIC {
+            return Err(malformed(format!(
+                "bad magic {magic:#06x} (expected {BTF_MAGIC:#06x}); not a BTF file"
+            )));
+        }
+        if data[2] != BTF_VERSION {
+            return Err(malformed(format!(
+                "unsupported BTF version {} (expected {BTF_VERSION})",
+                data[2]
+            )));
+        }
+        let word = |i: usize| read_u32(&data, 4 + 4 * i).unwrap_or(0) as usize;
+        let (hdr_len, type_off, type_len, str_off, str_len) =
+            (word(0), word(1), word(2), word(3), word(4));
+        if hdr_len < HEADER_LEN || hdr_len > data.len() {
+            return Err(malformed(format!(
+                "header length {hdr_len} out of range (file is {} bytes)",
+                data.len()
+            )));
+        }
+        let section = |what: &str, off: usize, len: usize| {
+            let start = hdr_len.checked_add(off);
+            let end = start.and_then(|s| s.checked_add(len));
+            match (start, end) {
+                (Some(s), Some(e)) if e <= data.len() => Ok((s, e)),
+                _ => Err(malformed(format!(
+                    "{what} section (offset {off}, length {len}) extends past the end of the \
+                     {}-byte file",
+                    data.len()
+                ))),
+            }
+        };
+        let (type_start, type_end) = section("type", type_off, type_len)?;
+        let (str_start, str_end) = section("string", str_off, str_len)?;
+        if str_len == 0 || data[str_start] != 0 || data[str_end - 1] != 0 {
+            return Err(malformed(
+                "string section must start and end with a NUL byte",
+            ));
+        }
+
+        let mut types = Vec::with_capacity(type_len / 20 + 1);
+        types.push(0u32); // id 0: void
+        let mut pos = type_start;
+        while pos < type_end {
+            let id = types.len();
+            if type_end - pos < TYPE_LEN {
+                return Err(malformed(format!(
+                    "type {id} at offset {pos} is cut off by the end of the type section"
+                )));
+            }
+            let info = read_u32(&data, pos + 4).unwrap_or(0);
+            let kind = (info >> 24) & 0x1f;
+            let vlen = (info & 0xffff) as usize;
+            let Some(extra) = trailing_len(kind, vlen) else {
+                return Err(malformed(format!("type {id} has unknown kind {kind}")));
+            };
+            let next = pos + TYPE_LEN + extra;
+            if next > type_end {
+                return Err(malformed(format!(
+                    "type {id} (kind {kind}, vlen {vlen}) at offset {pos} extends past the end \
+                     of the type section"
+                )));
+            }
+            let Ok(pos32) = u32::try_from(pos) else {
+                return Err(malformed("type section beyond 4 GiB"));
+            };
+            types.push(pos32);
+            pos = next;
+        }
+
+        Ok(Btf {
+            data,
+            types,
+            str_start,
+            str_end,
+            funcs: OnceLock::new(),
+            scans: AtomicU32::new(0),
+        })
+    }
+
+    /// The first struct or union named `name` (forward declarations aside), e.g. for casts.
+    pub fn struct_by_name(&self, name: &str) -> Option<TypeId> {
+        (1..self.types.len() as TypeId).find(|&id| {
+            self.rec(id).is_some_and(|r| {
+                matches!(r.kind, KIND_STRUCT | KIND_UNION) && self.name(&r) == name
+            })
+        })
+    }
+
+    /// Number of type ids, including 0 (`void`).
+    pub fn type_count(&self) -> usize {
+        self.types.len()
+    }
+
+    fn u32_at(&self, off: usize) -> u32 {
+        read_u32(&self.data, off).unwrap_or(0)
+    }
+
+    fn rec(&self, id: TypeId) -> Option<Rec> {
+        if id == 0 {
+            return None;
+        }
+        let off = *self.types.get(id as usize)? as usize;
+        let info = self.u32_at(off + 4);
+        Some(Rec {
+            off,
+            name_off: self.u32_at(off),
+            kind: (info >> 24) & 0x1f,
+            vlen: (info & 0xffff) as usize,
+            kflag: info >> 31 != 0,
+            size_type: self.u32_at(off + 8),
+        })
+    }
+
+    /// The `i`-th `n`-word entry of a record's trailing data, as words.
+    fn entry<const N: usize>(&self, r: &Rec, stride: usize, i: usize) -> [u32; N] {
+        let base = r.off + TYPE_LEN + stride * i;
+        std::array::from_fn(|k| self.u32_at(base + 4 * k))
+    }
+
+    /// The string at `off` in the string section; "?" if `off` is out of range or not UTF-8.
+    fn str_at(&self, off: u32) -> &str {
+        let start = self.str_start.saturating_add(off as usize);
+        if start >= self.str_end {
+            return "?";
+        }
+        let tail = &self.data[start..self.str_end];
+        // The section ends with a NUL, so there always is one.
+        let len = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
+        std::str::from_utf8(&tail[..len]).unwrap_or("?")
+    }
+
+    fn name(&self, r: &Rec) -> &str {
+        self.str_at(r.name_off)
+    }
+
+    fn func_index(&self) -> &FuncIndex {
+        self.funcs.get_or_init(|| {
+            let mut funcs = FuncIndex::with_capacity_and_hasher(
+                self.types.len() / 2,
+                BuildHasherDefault::default(),
+            );
+            for (id, name) in self.func_ids() {
+                funcs.entry(name_hash(name.as_bytes())).or_insert(id);
+            }
+            funcs
+        })
+    }
+
+    /// Builds the function-name index now (e.g. before many `function` calls).
+    pub fn index_functions(&self) {
+        self.func_index();
+    }
+
+    /// The first FUNC named `name`.
+    fn function_id(&self, name: &str) -> Option<TypeId> {
+        if self.funcs.get().is_none() && self.scans.fetch_add(1, Ordering::Relaxed) < SCAN_LOOKUPS {
+            return self.scan_function(name);
+        }
+        let &id = self.func_index().get(&name_hash(name.as_bytes()))?;
+        if self.rec(id).is_some_and(|r| self.name(&r) == name) {
+            return Some(id);
+        }
+        // Two names with the same 64-bit hash: astronomically rare, but stay correct.
+        self.scan_function(name)
+    }
+
+    /// The first FUNC named `name`, without the index: finds where `name` occurs in the
+    /// string section, then the first FUNC whose name is at one of those offsets.
+    fn scan_function(&self, name: &str) -> Option<TypeId> {
+        let strings = &self.data[self.str_start..self.str_end];
+        let mut needle = Vec::with_capacity(name.len() + 1);
+        needle.extend_from_slice(name.as_bytes());
+        needle.push(0);
+        let offsets = find_all(strings, &needle);
+        if offsets.is_empty() {
+            return None;
+        }
+        (1..self.types.len() as TypeId).find(|&id| {
+            let off = self.types[id as usize] as usize;
+            (self.u32_at(off + 4) >> 24) & 0x1f == KIND_FUNC
+                && offsets.contains(&(self.u32_at(off) as usize))
+        })
+    }
+
+    /// Every FUNC, in id order, with its name.
+    fn func_ids(&self) -> impl Iterator<Item = (TypeId, &str)> {
+        (1..self.types.len() as TypeId).filter_map(|id| {
+            let r = self.rec(id)?;
+            (r.kind == KIND_FUNC).then(|| (id, self.name(&r)))
+        })
+    }
+
+    /// Follows typedefs, qualifiers and type tags from `id`: the id reached
+    /// (0 for `void`), or `None` for a dangling id or a cycle.
+    fn strip(&self, mut id: TypeId) -> Option<TypeId> {
+        for _ in 0..MAX_CHAIN {
+            if id == 0 {
+                return Some(0);
+            }
+            let r = self.rec(id)?;
+            match r.kind {
+                KIND_TYPEDEF | KIND_CONST | KIND_VOLATILE | KIND_RESTRICT | KIND_TYPE_TAG => {
+                    id = r.size_type
+                }
+                _ => return Some(id),
+            }
+        }
+        None
+    }
+
+    /// Whether a `user` type tag appears among the qualifiers, type tags and typedefs from `id`.
+    fn user_tagged(&self, mut id: TypeId) -> bool {
+        for _ in 0..MAX_CHAIN {
+            let Some(r) = self.rec(id) else { return false };
+            match r.kind {
+                KIND_TYPE_TAG if self.name(&r) == "user" => return true,
+                KIND_TYPE_TAG | KIND_CONST | KIND_VOLATILE | KIND_RESTRICT | KIND_TYPEDEF => {
+                    id = r.size_type
+                }
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// `ty` resolved to a STRUCT or UNION record.
+    fn composite(&self, ty: TypeId) -> Option<Rec> {
+        let r = self.rec(self.strip(ty)?)?;
+        matches!(r.kind, KIND_STRUCT | KIND_UNION).then_some(r)
+    }
+
+    fn is_bitfield(&self, parent: &Rec, member_type: TypeId, offset: u32) -> bool {
+        if parent.kflag {
+            return offset >> 24 != 0;
+        }
+        // Without kind_flag, old encoders described bitfields with odd-sized INTs.
+        match self.strip(member_type).and_then(|id| self.rec(id)) {
+            Some(r) if r.kind == KIND_INT => {
+                let enc = self.u32_at(r.off + TYPE_LEN);
+                let bits = enc & 0xff;
+                let bit_off = (enc >> 16) & 0xff;
+                bit_off != 0 || bits != r.size_type.saturating_mul(8)
+            }
+            _ => false,
+        }
+    }
+
+    fn find_member(&self, parent: &Rec, name: &str, depth: u32, budget: &mut u32) -> Option<Field> {
+        if depth > MAX_DEPTH || *budget < parent.vlen as u32 {
+            return None;
+        }
+        *budget -= parent.vlen as u32;
+        for i in 0..parent.vlen {
+            let [name_off, ty, offset] = self.entry::<3>(parent, 12, i);
+            let mname = self.str_at(name_off);
+            if mname == name {
+                return Some(Field {
+                    name: name.to_string(),
+                    ty,
+                    bitfield: self.is_bitfield(parent, ty, offset),
+                });
+            }
+            if mname.is_empty()
+                && let Some(inner) = self.composite(ty)
+                && let Some(f) = self.find_member(&inner, name, depth + 1, budget)
+            {
+                return Some(f);
+            }
+        }
+        None
+    }
+
+    fn member_names(&self, parent: &Rec, out: &mut Vec<String>, depth: u32, budget: &mut u32) {
+        if depth > MAX_DEPTH || *budget < parent.vlen as u32 {
+            return;
+        }
+        *budget -= parent.vlen as u32;
+        for i in 0..parent.vlen {
+            let [name_off, ty, _] = self.entry::<3>(parent, 12, i);
+            let mname = self.str_at(name_off);
+            if !mname.is_empty() {
+                out.push(mname.to_string());
+            } else if let Some(inner) = self.composite(ty) {
+                self.member_names(&inner, out, depth + 1, budget);
+            }
+        }
+    }
+
+    /// C declaration of `id` around the declarator `inner` (e.g. `*`, `[4]`, a name).
+    fn decl(&self, id: TypeId, inner: String, depth: u32, budget: &mut u32) -> String {
+        fn join(base: &str, inner: &str) -> String {
+            if inner.is_empty() {
+                base.to_string()
+            } else if inner.starts_with('[') {
+                format!("{base}{inner}")
+            } else {
+                format!("{base} {inner}")
+            }
+        }
+        fn paren(inner: String) -> String {
+            if inner.starts_with('*') {
+                format!("({inner})")
+            } else {
+                inner
+            }
+        }
+        if depth > MAX_DEPTH || *budget == 0 {
+            return join("...", &inner);
+        }
+        *budget -= 1;
+        if id == 0 {
+            return join("void", &inner);
+        }
+        let Some(r) = self.rec(id) else {
+            return join(&format!("<bad type {id}>"), &inner);
+        };
+        let named = |prefix: &str| {
+            let n = self.name(&r);
+            match (prefix, n.is_empty()) {
+                ("", true) => "?".to_string(),
+                ("", false) => n.to_string(),
+                (p, true) => format!("{p} {{...}}"),
+                (p, false) => format!("{p} {n}"),
+            }
+        };
+        match r.kind {
+            KIND_INT | KIND_FLOAT | KIND_TYPEDEF => join(&named(""), &inner),
+            KIND_STRUCT => join(&named("struct"), &inner),
+            KIND_UNION => join(&named("union"), &inner),
+            KIND_ENUM | KIND_ENUM64 => join(&named("enum"), &inner),
+            KIND_FWD => join(&named(if r.kflag { "union" } else { "struct" }), &inner),
+            KIND_PTR => self.decl(r.size_type, format!("*{inner}"), depth + 1, budget),
+            KIND_TYPE_TAG => self.decl(r.size_type, inner, depth + 1, budget),
+            KIND_CONST | KIND_VOLATILE | KIND_RESTRICT => {
+                let q = match r.kind {
+                    KIND_CONST => "const",
+                    KIND_VOLATILE => "volatile",
+                    _ => "restrict",
+                };
+                let target_is_ptr = self
+                    .strip_tags(r.size_type)
+                    .is_some_and(|t| t.kind == KIND_PTR);
+                if target_is_ptr {
+                    // `char *const p`: the qualifier goes after the `*`.
+                    let inner = if inner.is_empty() {
+                        q.to_string()
+                    } else {
+                        format!("{q} {inner}")
+                    };
+                    self.decl(r.size_type, inner, depth + 1, budget)
+                } else {
+                    format!("{q} {}", self.decl(r.size_type, inner, depth + 1, budget))
+                }
+            }
+            KIND_ARRAY => {
+                let [elem, _, len] = self.entry::<3>(&r, 12, 0);
+                self.decl(elem, format!("{}[{len}]", paren(inner)), depth + 1, budget)
+            }
+            KIND_FUNC_PROTO => {
+                let mut params = Vec::with_capacity(r.vlen);
+                for i in 0..r.vlen {
+                    let [_, ty] = self.entry::<2>(&r, 8, i);
+                    if ty == 0 && i + 1 == r.vlen {
+                        params.push("...".to_string());
+                    } else {
+                        params.push(self.decl(ty, String::new(), depth + 1, budget));
+                    }
+                }
+                let params = if params.is_empty() {
+                    "void".to_string()
+                } else {
+                    params.join(", ")
+                };
+                self.decl(
+                    r.size_type,
+                    format!("{}({params})", paren(inner)),
+                    depth + 1,
+                    budget,
+                )
+            }
+            KIND_FUNC | KIND_VAR => {
+                let n = self.name(&r).to_string();
+                self.decl(
+                    r.size_type,
+                    join(&n, &inner).trim().to_string(),
+                    depth + 1,
+                    budget,
+                )
+            }
+            _ => join(&named(""), &inner),
+        }
+    }
+
+    fn strip_tags(&self, mut id: TypeId) -> Option<Rec> {
+        for _ in 0..MAX_CHAIN {
+            let r = self.rec(id)?;
+            if r.kind != KIND_TYPE_TAG {
+                return Some(r);
+            }
+            id = r.size_type;
+        }
+        None
+    }
+
+    fn enum_has(&self, enum_name: &str, value_name: &str) -> bool {
+        (1..self.types.len() as TypeId).any(|id| {
+            let Some(r) = self.rec(id) else { return false };
+            let stride = match r.kind {
+                KIND_ENUM => 8,
+                KIND_ENUM64 => 12,
+                _ => return false,
+            };
+            self.name(&r) == enum_name
+                && (0..r.vlen).any(|i| {
+                    let [name_off] = self.entry::<1>(&r, stride, i);
+                    self.str_at(name_off) == value_name
+                })
+        })
+    }
+}
+
+impl KernelTypes for Btf {
+    fn function(&self, name: &str) -> Option<FuncSig> {
+        let id = self.function_id(name)?;
+        let func = self.rec(id)?;
+        let proto = self.rec(func.size_type)?;
+        if proto.kind != KIND_FUNC_PROTO {
+            return None;
+        }
+        let mut params = Vec::with_capacity(proto.vlen);
+        for i in 0..proto.vlen {
+            let [name_off, ty] = self.entry::<2>(&proto, 8, i);
+            let pname = self.str_at(name_off);
+            if ty == 0 && pname.is_empty() && i + 1 == proto.vlen {
+                break; // variadic `...`
+            }
+            params.push(Param {
+                name: pname.to_string(),
+                ty,
+            });
+        }
+        Some(FuncSig {
+            name: name.to_string(),
+            params,
+            ret: proto.size_type,
+        })
+    }
+
+    fn function_names(&self) -> Vec<String> {
+        let mut names: Vec<&str> = self.func_ids().map(|(_, n)| n).collect();
+        names.sort_unstable();
+        names.dedup();
+        names.into_iter().map(str::to_string).collect()
+    }
+
+    fn resolve(&self, ty: TypeId) -> KType {
+        let r = match self.strip(ty) {
+            Some(0) => return KType::Void,
+            Some(id) => match self.rec(id) {
+                Some(r) => r,
+                None => return KType::Other,
+            },
+            None => return KType::Other,
+        };
+        match r.kind {
+            KIND_INT => {
+                let enc = (self.u32_at(r.off + TYPE_LEN) >> 24) & 0x0f;
+                let name = self.name(&r);
+                let size = r.size_type;
+                KType::Int {
+                    size,
+                    signed: enc & INT_SIGNED != 0,
+                    char_like: enc & INT_CHAR != 0
+                        || (size == 1 && matches!(name, "char" | "signed char" | "unsigned char")),
+                    bool_like: enc & INT_BOOL != 0 || name == "_Bool",
+                }
+            }
+            KIND_ENUM | KIND_ENUM64 => KType::Enum {
+                size: r.size_type,
+                signed: r.kflag,
+            },
+            KIND_PTR => KType::Ptr {
+                pointee: r.size_type,
+                user: self.user_tagged(r.size_type),
+            },
+            KIND_STRUCT | KIND_UNION => KType::Struct {
+                name: self.name(&r).to_string(),
+                size: r.size_type,
+                union: r.kind == KIND_UNION,
+            },
+            KIND_FWD => KType::Struct {
+                name: self.name(&r).to_string(),
+                size: 0,
+                union: r.kflag,
+            },
+            KIND_ARRAY => {
+                let [elem, _, len] = self.entry::<3>(&r, 12, 0);
+                KType::Array { elem, len }
+            }
+            KIND_FUNC_PROTO => KType::FuncProto,
+            _ => KType::Other,
+        }
+    }
+
+    fn type_name(&self, ty: TypeId) -> String {
+        let mut budget = NAME_BUDGET;
+        self.decl(ty, String::new(), 0, &mut budget)
+    }
+
+    fn field(&self, ty: TypeId, name: &str) -> Option<Field> {
+        if name.is_empty() {
+            return None;
+        }
+        let r = self.composite(ty)?;
+        let mut budget = MEMBER_BUDGET;
+        self.find_member(&r, name, 0, &mut budget)
+    }
+
+    fn field_names(&self, ty: TypeId) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(r) = self.composite(ty) {
+            let mut budget = MEMBER_BUDGET;
+            self.member_names(&r, &mut out, 0, &mut budget);
+        }
+        out
+    }
+
+    fn has_fsession(&self) -> bool {
+        self.enum_has("bpf_attach_type", "BPF_TRACE_FSESSION")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's BTF. These tests are about reading a real kernel's BTF, so a missing file
+    /// is a failure, not a skip.
+    fn host() -> Btf {
+        match Btf::vmlinux() {
+            Ok(btf) => btf,
+            Err(e) => panic!("these tests read the host kernel's BTF: {e}"),
+        }
+    }
+
+    fn host_bytes() -> Vec<u8> {
+        std::fs::read(VMLINUX_PATH).unwrap_or_else(|e| {
+            panic!("these tests read the host kernel's BTF {VMLINUX_PATH}: {e}")
+        })
+    }
+
+    fn pointee(b: &Btf, ty: TypeId) -> (TypeId, bool) {
+        match b.resolve(ty) {
+            KType::Ptr { pointee, user } => (pointee, user),
+            other => panic!("{} is not a pointer: {other:?}", b.type_name(ty)),
+        }
+    }
+
+    fn field_ty(b: &Btf, ty: TypeId, name: &str) -> TypeId {
+        match b.field(ty, name) {
+            Some(f) => f.ty,
+            None => panic!(
+                "{} has no field {name}: {:?}",
+                b.type_name(ty),
+                b.field_names(ty)
+            ),
+        }
+    }
+
+    fn is_struct(k: KType, want: &str) -> bool {
+        matches!(k, KType::Struct { ref name, union: false, .. } if name == want)
+    }
+
+    /// Whether the host BTF has `__user` type tags (kernels built with a pahole and clang
+    /// that support btf_type_tag).
+    fn host_has_user_tags(b: &Btf) -> bool {
+        (1..b.type_count() as TypeId).any(|id| {
+            b.rec(id)
+                .is_some_and(|r| r.kind == KIND_TYPE_TAG && b.name(&r) == "user")
+        })
+    }
+
+    #[test]
+    fn vfs_read_signature() {
+        let b = host();
+        let f = b.function("vfs_read").expect("vfs_read");
+        let names: Vec<&str> = f.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["file", "buf", "count", "pos"]);
+        let p = |i: usize| f.params[i].ty;
+
+        assert_eq!(b.type_name(p(0)), "struct file *");
+        let (file, user) = pointee(&b, p(0));
+        assert!(!user);
+        assert!(is_struct(b.resolve(file), "file"));
+
+        assert_eq!(b.type_name(p(1)), "char *");
+        let (ch, user) = pointee(&b, p(1));
+        assert_eq!(
+            user,
+            host_has_user_tags(&b),
+            "__user marking of vfs_read's buf"
+        );
+        assert!(matches!(
+            b.resolve(ch),
+            KType::Int {
+                size: 1,
+                char_like: true,
+                bool_like: false,
+                ..
+            }
+        ));
+
+        assert_eq!(b.type_name(p(2)), "size_t");
+        assert!(matches!(
+            b.resolve(p(2)),
+            KType::Int {
+                size: 8,
+                signed: false,
+                char_like: false,
+                bool_like: false
+            }
+        ));
+        assert_eq!(b.type_name(p(3)), "loff_t *");
+        let (loff, _) = pointee(&b, p(3));
+        assert!(matches!(
+            b.resolve(loff),
+            KType::Int {
+                size: 8,
+                signed: true,
+                ..
+            }
+        ));
+
+        assert_eq!(b.type_name(f.ret), "ssize_t");
+        assert!(matches!(
+            b.resolve(f.ret),
+            KType::Int {
+                size: 8,
+                signed: true,
+                char_like: false,
+                bool_like: false
+            }
+        ));
+    }
+
+    #[test]
+    fn vfs_write_buf_is_const() {
+        let b = host();
+        let f = b.function("vfs_write").expect("vfs_write");
+        assert_eq!(b.type_name(f.params[1].ty), "const char *");
+        let (_, user) = pointee(&b, f.params[1].ty);
+        assert_eq!(user, host_has_user_tags(&b));
+    }
+
+    #[test]
+    fn host_has_no_user_type_tags() {
+        // Records what this host's kernel (6.18, built without btf_type_tag) provides; if the
+        // host changes, `vfs_read_signature` still checks the right thing.
+        let b = host();
+        let tags = (1..b.type_count() as TypeId)
+            .filter(|&id| b.rec(id).is_some_and(|r| r.kind == KIND_TYPE_TAG))
+            .count();
+        eprintln!(
+            "host BTF: {} types, {tags} TYPE_TAG records",
+            b.type_count()
+        );
+        assert_eq!(host_has_user_tags(&b), tags > 0 && host_has_user_tags(&b));
+    }
+
+    #[test]
+    fn file_path_dentry_qstr_chain() {
+        let b = host();
+        let f = b.function("vfs_read").expect("vfs_read");
+        let (file, _) = pointee(&b, f.params[0].ty);
+
+        // `struct path f_path` (recent kernels: `const struct path` in an anonymous union).
+        let f_path = b.field(file, "f_path").expect("file.f_path");
+        assert!(!f_path.bitfield);
+        assert!(is_struct(b.resolve(f_path.ty), "path"));
+        assert!(b.type_name(f_path.ty).ends_with("struct path"));
+
+        let dentry = field_ty(&b, f_path.ty, "dentry");
+        assert_eq!(b.type_name(dentry), "struct dentry *");
+        let (dentry, _) = pointee(&b, dentry);
+        assert!(is_struct(b.resolve(dentry), "dentry"));
+
+        let d_name = field_ty(&b, dentry, "d_name");
+        assert!(is_struct(b.resolve(d_name), "qstr"));
+        assert!(b.type_name(d_name).ends_with("struct qstr"));
+
+        // In an anonymous union/struct in recent kernels, directly in older ones.
+        let name = b.field(d_name, "name").expect("qstr.name");
+        assert_eq!(b.type_name(name.ty), "const unsigned char *");
+        for (field, size) in [("hash", 4), ("len", 4), ("hash_len", 8)] {
+            let f = b
+                .field(d_name, field)
+                .unwrap_or_else(|| panic!("qstr.{field}"));
+            assert!(
+                matches!(b.resolve(f.ty), KType::Int { size: s, signed: false, .. } if s == size)
+            );
+        }
+        let names = b.field_names(d_name);
+        assert_eq!(names, ["hash", "len", "hash_len", "name"]);
+
+        assert_eq!(b.type_name(field_ty(&b, file, "f_inode")), "struct inode *");
+        assert_eq!(b.type_name(field_ty(&b, file, "f_pos")), "loff_t");
+        assert_eq!(b.type_name(field_ty(&b, file, "private_data")), "void *");
+        assert!(b.field(file, "no_such_field").is_none());
+        assert!(b.field(file, "").is_none());
+        assert!(
+            b.field(f.params[0].ty, "f_path").is_none(),
+            "a pointer has no fields"
+        );
+    }
+
+    #[test]
+    fn bitfields_in_struct_sock() {
+        let b = host();
+        let sock = b.struct_by_name("sock").expect("struct sock");
+        let kern = b.field(sock, "sk_kern_sock").expect("sock.sk_kern_sock");
+        assert!(kern.bitfield);
+        let proto = b.field(sock, "sk_protocol").expect("sock.sk_protocol");
+        assert!(!proto.bitfield);
+    }
+
+    #[test]
+    fn other_functions() {
+        let b = host();
+        let open = b.function("do_sys_openat2").expect("do_sys_openat2");
+        let names: Vec<&str> = open.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["dfd", "filename", "how"]);
+        assert_eq!(b.type_name(open.params[1].ty), "const char *");
+        assert_eq!(b.type_name(open.params[2].ty), "struct open_how *");
+
+        let kfree = b.function("kfree").expect("kfree");
+        assert_eq!(kfree.ret, 0);
+        assert_eq!(b.resolve(kfree.ret), KType::Void);
+        assert_eq!(b.type_name(kfree.ret), "void");
+        assert_eq!(b.type_name(kfree.params[0].ty), "const void *");
+        let (v, _) = pointee(&b, kfree.params[0].ty);
+        assert_eq!(b.resolve(v), KType::Void);
+
+        let may = b.function("may_open_dev").expect("may_open_dev");
+        assert!(matches!(
+            b.resolve(may.ret),
+            KType::Int {
+                size: 1,
+                bool_like: true,
+                ..
+            }
+        ));
+
+        // Variadic: the trailing unnamed void parameter is dropped.
+        let printk = b.function("_printk").expect("_printk");
+        assert_eq!(printk.params.len(), 1);
+        assert_eq!(printk.params[0].name, "fmt");
+
+        assert!(b.function("no_such_function_anywhere").is_none());
+        assert!(b.function("").is_none());
+        // A name that only exists as a suffix of other strings, or as a non-function.
+        assert!(b.function("task_struct").is_none());
+    }
+
+    #[test]
+    fn no_fsession_on_this_host() {
+        let b = host();
+        assert!(b.enum_has("bpf_attach_type", "BPF_TRACE_FENTRY"));
+        assert!(b.enum_has("bpf_attach_type", "BPF_TRACE_KPROBE_SESSION"));
+        assert!(!b.enum_has("bpf_attach_type", "BPF_TRACE_FSESSION"));
+        assert!(!b.has_fsession());
+    }
+
+    #[test]
+    fn function_names_and_lookups_agree() {
+        let b = host();
+        let names = b.function_names();
+        assert!(names.len() > 10_000, "{} functions", names.len());
+        assert!(
+            names.windows(2).all(|w| w[0] < w[1]),
+            "sorted and deduplicated"
+        );
+        assert!(names.binary_search(&"vfs_read".to_string()).is_ok());
+        // The first few lookups scan, the rest use the index: both give the first FUNC.
+        let mut first: HashMap<&str, TypeId> = HashMap::new();
+        for (id, name) in b.func_ids() {
+            first.entry(name).or_insert(id);
+        }
+        assert_eq!(first.len(), names.len());
+        for name in &names {
+            assert_eq!(b.function_id(name), Some(first[name.as_str()]), "{name}");
+            assert_eq!(b.scan_function(name), Some(first[name.as_str()]), "{name}");
+        }
+        assert!(b.funcs.get().is_some());
+        assert!(b.function("vfs_read").is_some());
+        assert!(b.function("no_such_function_anywhere").is_none());
+    }
+
+    #[test]
+    fn every_host_type_resolves_and_has_a_name() {
+        let b = host();
+        for id in 0..b.type_count() as TypeId + 2 {
+            let _ = b.resolve(id);
+            let name = b.type_name(id);
+            assert!(!name.is_empty(), "type {id}");
+            if let Some(r) = b.composite(id) {
+                let _ = b.field_names(id);
+                let _ = b.find_member(&r, "x", 0, &mut { MEMBER_BUDGET });
+            }
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let e = Btf::from_file("/nonexistent/vmlinux").unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, BtfError::Read { .. }));
+        assert!(msg.contains("/nonexistent/vmlinux"), "{msg}");
+        assert!(msg.contains("--btf FILE"), "{msg}");
+        assert!(msg.contains("CONFIG_DEBUG_INFO_BTF"), "{msg}");
+
+        let e = Btf::from_bytes(b"ELF".to_vec()).unwrap_err();
+        assert!(e.to_string().contains("too short"), "{e}");
+        let e = Btf::from_bytes(vec![0x7f; 64]).unwrap_err();
+        assert!(e.to_string().contains("bad magic"), "{e}");
+
+        let mut data = host_bytes();
+        data[2] = 2;
+        let e = Btf::from_bytes(data.clone()).unwrap_err();
+        assert!(e.to_string().contains("version 2"), "{e}");
+        data[2] = 1;
+        data.swap(0, 1);
+        let e = Btf::from_bytes(data.clone()).unwrap_err();
+        assert!(matches!(e, BtfError::BigEndian { .. }), "{e}");
+        data.swap(0, 1);
+        let n = data.len();
+        let e = Btf::from_bytes(data[..n - 1].to_vec()).unwrap_err();
+        assert!(e.to_string().contains("string section"), "{e}");
+
+        let path = std::env::temp_dir().join(format!("fslat-btf-test-{}", std::process::id()));
+        std::fs::write(&path, &data[..n / 2]).expect("write temp file");
+        let e = Btf::from_file(&path).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        let msg = e.to_string();
+        assert!(msg.starts_with("malformed BTF in "), "{msg}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+    }
+
+    /// Uses every query on `b`; must not panic or hang whatever `b` holds.
+    fn exercise(b: &Btf) {
+        for name in ["vfs_read", "do_sys_openat2", "kfree"] {
+            if let Some(f) = b.function(name) {
+                for ty in f.params.iter().map(|p| p.ty).chain([f.ret]) {
+                    let _ = b.type_name(ty);
+                    if let KType::Ptr { pointee, .. } = b.resolve(ty) {
+                        let _ = b.type_name(pointee);
+                        for n in b.field_names(pointee) {
+                            if let Some(f) = b.field(pointee, &n) {
+                                let _ = b.type_name(f.ty);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let _ = b.has_fsession();
+    }
+
+    /// A small deterministic PRNG (xorshift64*).
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    #[test]
+    fn corrupt_host_btf_never_panics() {
+        let data = host_bytes();
+        let n = data.len();
+        let mut rng = Rng(0x5eed_f00d_1234_5678);
+        // Truncations: every length through the header, then spread over the file.
+        let cuts = (0..64).chain((0..48).map(|_| rng.below(n)));
+        for cut in cuts {
+            if let Ok(b) = Btf::from_bytes(data[..cut].to_vec()) {
+                exercise(&b);
+            }
+        }
+        // Corruptions: random bytes, biased to the header and the first types, which the
+        // queries above read.
+        let type_start = 24;
+        for round in 0..96 {
+            let mut d = data.clone();
+            for _ in 0..1 + round % 8 {
+                let at = match round % 3 {
+                    0 => rng.below(64),
+                    1 => type_start + rng.below(64 * 1024),
+                    _ => rng.below(n),
+                };
+                d[at] = rng.next() as u8;
+            }
+            if let Ok(b) = Btf::from_bytes(d) {
+                exercise(&b);
+            }
+        }
+    }
+
+    #[test]
+    fn find_all_finds_every_occurrence() {
+        let hay = b"\0abc\0xabc\0abcabc\0ab";
+        assert_eq!(find_all(hay, b"abc\0"), [1, 6, 13]);
+        assert_eq!(find_all(hay, b"ab"), [1, 6, 10, 13, 18]);
+        assert_eq!(find_all(hay, b"b\0"), Vec::<usize>::new());
+        assert_eq!(find_all(hay, b""), Vec::<usize>::new());
+        let long: Vec<u8> = (0..100u8).collect();
+        for i in 0..100 {
+            assert_eq!(find_all(&long, &long[i..]), [i as usize]);
+        }
+    }
+}

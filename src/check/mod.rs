@@ -1,0 +1,1341 @@
+//! Stage 2: AST → checked program. Resolves names against the kernel's types, types every
+//! expression, splits `where` into entry and return phases, and fixes each event schema.
+
+pub mod program;
+
+use crate::btf::{KType, KernelTypes, TypeId};
+use crate::diag::{DiagKind, Diagnostic, closest};
+use crate::syntax::ast::{self, AggFunc, BinOp, Span, UnOp};
+use program::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// Longest string fslat reads from kernel memory, NUL included.
+pub const STRING_CAP: u32 = 64;
+const COMM_CAP: u32 = 16;
+const MAX_KEYS: usize = 4;
+
+const BUILTINS: &[(&str, Builtin)] = &[
+    ("tgid", Builtin::Tgid),
+    ("pid", Builtin::Pid),
+    ("tid", Builtin::Pid),
+    ("comm", Builtin::Comm),
+    ("uid", Builtin::Uid),
+    ("gid", Builtin::Gid),
+    ("cpu", Builtin::Cpu),
+    ("cgroup", Builtin::Cgroup),
+    ("ts", Builtin::Ts),
+    ("latency", Builtin::Latency),
+];
+
+/// Names a user may write besides parameters, for hints and completion.
+pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+    BUILTINS.iter().map(|(n, _)| *n).chain(["ret"])
+}
+
+pub fn check(
+    script: &ast::Script,
+    source: &str,
+    kernel: &dyn KernelTypes,
+) -> Result<Program, Vec<Diagnostic>> {
+    let mut cx = Checker {
+        kernel,
+        source,
+        diags: Vec::new(),
+        structs: BTreeMap::new(),
+        struct_order: Vec::new(),
+        next_agg: 0,
+    };
+    let mut per_func: HashMap<&str, usize> = HashMap::new();
+    for s in &script.sessions {
+        *per_func.entry(s.func.name.as_str()).or_default() += 1;
+    }
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut sessions = Vec::new();
+    for (index, s) in script.sessions.iter().enumerate() {
+        let n = seen.entry(s.func.name.as_str()).or_default();
+        *n += 1;
+        let label = if per_func[s.func.name.as_str()] > 1 {
+            format!("{}#{}", s.func.name, n)
+        } else {
+            s.func.name.clone()
+        };
+        if let Some(checked) = cx.session(index, label, s) {
+            sessions.push(checked);
+        }
+    }
+    if !cx.diags.is_empty() {
+        return Err(cx.diags);
+    }
+    let structs = cx.ordered_structs();
+    Ok(Program { sessions, structs })
+}
+
+struct Checker<'k> {
+    kernel: &'k dyn KernelTypes,
+    source: &'k str,
+    diags: Vec<Diagnostic>,
+    /// Struct declarations by C name, with the type ids they embed.
+    structs: BTreeMap<String, (StructDecl, Vec<String>)>,
+    struct_order: Vec<String>,
+    next_agg: usize,
+}
+
+/// What names mean inside one session.
+struct Scope<'a> {
+    func: &'a crate::btf::FuncSig,
+    params: &'a [Param],
+}
+
+/// Marks a failed check whose diagnostic is already recorded.
+struct Reported;
+
+type Checked<T> = Result<T, Reported>;
+
+impl<'k> Checker<'k> {
+    fn error(&mut self, span: Span, kind: DiagKind) -> Reported {
+        self.diags.push(Diagnostic::new(span, kind));
+        Reported
+    }
+
+    fn error_with(&mut self, d: Diagnostic) -> Reported {
+        self.diags.push(d);
+        Reported
+    }
+
+    fn session(&mut self, index: usize, label: String, s: &ast::Session) -> Option<Session> {
+        let Some(func) = self.kernel.function(&s.func.name) else {
+            let names = self.kernel.function_names();
+            let mut d = Diagnostic::new(
+                s.func.span.clone(),
+                DiagKind::UnknownFunction {
+                    name: s.func.name.clone(),
+                },
+            );
+            let near = closest(&s.func.name, names.iter().map(String::as_str));
+            if !near.is_empty() {
+                d = d.hint(format!("did you mean {}?", quote_list(&near)));
+            }
+            d = d.hint("`fslat -l 'PATTERN*'` lists the functions this kernel can trace");
+            self.error_with(d);
+            return None;
+        };
+        let mut slot = 0;
+        let params: Vec<Param> = func
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Param {
+                slot: {
+                    let at = slot;
+                    // The trampoline passes a struct of up to 16 bytes in two registers.
+                    slot += match self.kernel.resolve(p.ty) {
+                        KType::Struct { size, .. } => (size as usize).div_ceil(8).max(1),
+                        _ => 1,
+                    };
+                    at
+                },
+                name: if p.name.is_empty() {
+                    format!("arg{i}")
+                } else {
+                    p.name.clone()
+                },
+                type_name: self.kernel.type_name(p.ty),
+                ty: self.value_type(p.ty).unwrap_or(Ty::Int(Scalar {
+                    size: 8,
+                    signed: false,
+                })),
+            })
+            .collect();
+        let ret = match self.kernel.resolve(func.ret) {
+            KType::Void => None,
+            KType::Int { size, signed, .. } | KType::Enum { size, signed } if size <= 8 => {
+                Some(Scalar {
+                    size: size as u8,
+                    signed,
+                })
+            }
+            // Pointers and anything else are carried as 64-bit unsigned.
+            _ => Some(Scalar {
+                size: 8,
+                signed: false,
+            }),
+        };
+        let scope = Scope {
+            func: &func,
+            params: &params,
+        };
+
+        let (entry_filter, return_filter) = match &s.predicate {
+            Some(p) => match self.condition(&scope, p) {
+                Ok(e) => split_phases(e),
+                Err(Reported) => (None, None),
+            },
+            None => (None, None),
+        };
+
+        let default_actions = [ast::Action::Emit {
+            items: Vec::new(),
+            span: s.func.span.clone(),
+        }];
+        let actions = s.actions.as_deref().unwrap_or(&default_actions);
+        let mut event = None;
+        let mut aggregations = Vec::new();
+        for a in actions {
+            match a {
+                ast::Action::Emit { items, span } => {
+                    if event.is_some() {
+                        self.error(span.clone(), DiagKind::TwoEmits);
+                        continue;
+                    }
+                    event = self.emit(&scope, index, &label, items, ret.is_some()).ok();
+                }
+                ast::Action::Aggregate(agg) => {
+                    if let Ok(a) = self.aggregation(&scope, agg) {
+                        aggregations.push(a);
+                    }
+                }
+            }
+        }
+        Some(Session {
+            index,
+            label,
+            func: func.name.clone(),
+            ret_slot: slot,
+            params,
+            ret,
+            entry_filter,
+            return_filter,
+            event,
+            aggregations,
+        })
+    }
+
+    /// How a value of BTF type `ty` looks in a script, or `None` if fslat can't read it.
+    fn value_type(&self, ty: TypeId) -> Option<Ty> {
+        Some(match self.kernel.resolve(ty) {
+            KType::Int {
+                bool_like: true, ..
+            } => Ty::Bool,
+            KType::Int { size, signed, .. } | KType::Enum { size, signed } if size <= 8 => {
+                Ty::Int(Scalar {
+                    size: size as u8,
+                    signed,
+                })
+            }
+            KType::Ptr { pointee, .. } => {
+                if self.is_char(pointee) {
+                    Ty::Str { cap: STRING_CAP }
+                } else {
+                    Ty::Ptr {
+                        pointee,
+                        type_name: self.kernel.type_name(ty),
+                    }
+                }
+            }
+            KType::Struct { .. } => Ty::Record {
+                ty,
+                type_name: self.kernel.type_name(ty),
+            },
+            KType::Array { elem, len } if self.is_char(elem) => Ty::Str {
+                cap: len.clamp(1, STRING_CAP),
+            },
+            _ => return None,
+        })
+    }
+
+    fn is_char(&self, ty: TypeId) -> bool {
+        matches!(
+            self.kernel.resolve(ty),
+            KType::Int {
+                char_like: true,
+                ..
+            } | KType::Int { size: 1, .. }
+        )
+    }
+
+    fn condition(&mut self, scope: &Scope, e: &ast::Expr) -> Checked<Expr> {
+        let c = self.expr(scope, e)?;
+        match c.ty {
+            Ty::Bool | Ty::Int(_) | Ty::Ptr { .. } => Ok(c),
+            ref t => Err(self.error(e.span.clone(), DiagKind::NotCondition { ty: t.describe() })),
+        }
+    }
+
+    fn expr(&mut self, scope: &Scope, e: &ast::Expr) -> Checked<Expr> {
+        use ast::ExprKind as K;
+        match &e.kind {
+            K::Int(v) => Ok(int_const(i128::from(*v))),
+            K::Duration(ns) => Ok(Expr {
+                ty: Ty::Duration,
+                kind: ExprKind::Int(i128::from(*ns)),
+            }),
+            K::Bool(b) => Ok(Expr {
+                ty: Ty::Bool,
+                kind: ExprKind::Bool(*b),
+            }),
+            K::Str(bytes) => Ok(Expr {
+                ty: Ty::Str {
+                    cap: bytes.len() as u32 + 1,
+                },
+                kind: ExprKind::Str(bytes.clone()),
+            }),
+            K::Name(name) => self.name(scope, name, e.span.clone()),
+            K::Call { func, .. } => {
+                let d = Diagnostic::new(
+                    func.span.clone(),
+                    DiagKind::UnknownCall {
+                        name: func.name.clone(),
+                    },
+                )
+                .hint("aggregations (count, hist, sum, min, max, avg) are statements in a `{ }` block");
+                Err(self.error_with(d))
+            }
+            K::Member { base, arrow, field } => self.member(scope, base, *arrow, field),
+            K::Unary { op, expr } => self.unary(scope, *op, expr, e.span.clone()),
+            K::Binary { op, lhs, rhs } => self.binary(scope, *op, lhs, rhs, e.span.clone()),
+        }
+    }
+
+    fn name(&mut self, scope: &Scope, name: &str, span: Span) -> Checked<Expr> {
+        if let Some((_, b)) = BUILTINS.iter().find(|(n, _)| *n == name) {
+            let ty = match b {
+                Builtin::Comm => Ty::Str { cap: COMM_CAP },
+                Builtin::Latency => Ty::Duration,
+                Builtin::Cgroup | Builtin::Ts => Ty::Int(Scalar {
+                    size: 8,
+                    signed: false,
+                }),
+                _ => Ty::Int(Scalar {
+                    size: 4,
+                    signed: false,
+                }),
+            };
+            return Ok(Expr {
+                ty,
+                kind: ExprKind::Builtin(*b),
+            });
+        }
+        if name == "ret" {
+            return self.ret(scope, span);
+        }
+        let by_name = scope.params.iter().position(|p| p.name == name);
+        let by_pos = name
+            .strip_prefix("arg")
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<usize>().ok());
+        let index = match (by_name, by_pos) {
+            (Some(i), _) => i,
+            (None, Some(i)) if i < scope.params.len() => i,
+            (None, Some(_)) => {
+                return Err(self.error(
+                    span,
+                    DiagKind::ArgOutOfRange {
+                        name: name.into(),
+                        count: scope.params.len(),
+                    },
+                ));
+            }
+            (None, None) => {
+                let mut names: Vec<String> = scope.params.iter().map(|p| p.name.clone()).collect();
+                names.extend(builtin_names().map(String::from));
+                let mut d = Diagnostic::new(span, DiagKind::UnknownName { name: name.into() });
+                let near = closest(name, names.iter().map(String::as_str));
+                if let Some(best) = near.first() {
+                    d = d.hint(format!("did you mean `{best}`?"));
+                }
+                d = d.hint(format!(
+                    "`{}` has parameters {}; fslat also knows {}",
+                    scope.func.name,
+                    if scope.params.is_empty() {
+                        "(none)".into()
+                    } else {
+                        quote_list(
+                            &names[..scope.params.len()]
+                                .iter()
+                                .map(String::as_str)
+                                .collect::<Vec<_>>(),
+                        )
+                    },
+                    quote_list(&builtin_names().collect::<Vec<_>>())
+                ));
+                return Err(self.error_with(d));
+            }
+        };
+        let p = &scope.params[index];
+        let raw = scope.func.params[index].ty;
+        match self.value_type(raw) {
+            Some(Ty::Str { cap }) => Ok(Expr {
+                ty: Ty::Str { cap },
+                kind: ExprKind::Deref(Box::new(Expr {
+                    ty: Ty::Int(Scalar {
+                        size: 8,
+                        signed: false,
+                    }),
+                    kind: ExprKind::Param(index),
+                })),
+            }),
+            Some(ty) => Ok(Expr {
+                ty,
+                kind: ExprKind::Param(index),
+            }),
+            None => Err(self.error(
+                span,
+                DiagKind::Unreadable {
+                    ty: p.type_name.clone(),
+                },
+            )),
+        }
+    }
+
+    fn ret(&mut self, scope: &Scope, span: Span) -> Checked<Expr> {
+        let ret = scope.func.ret;
+        if matches!(self.kernel.resolve(ret), KType::Void) {
+            return Err(self.error(
+                span,
+                DiagKind::RetOfVoid {
+                    func: scope.func.name.clone(),
+                },
+            ));
+        }
+        match self.value_type(ret) {
+            // A `char *` return is a pointer into the kernel: read it as a string.
+            Some(Ty::Str { cap }) => Ok(Expr {
+                ty: Ty::Str { cap },
+                kind: ExprKind::Deref(Box::new(Expr {
+                    ty: Ty::Int(Scalar {
+                        size: 8,
+                        signed: false,
+                    }),
+                    kind: ExprKind::Ret,
+                })),
+            }),
+            Some(ty) => Ok(Expr {
+                ty,
+                kind: ExprKind::Ret,
+            }),
+            None => Err(self.error(
+                span,
+                DiagKind::Unreadable {
+                    ty: self.kernel.type_name(ret),
+                },
+            )),
+        }
+    }
+
+    fn member(
+        &mut self,
+        scope: &Scope,
+        base: &ast::Expr,
+        arrow: bool,
+        field: &ast::Ident,
+    ) -> Checked<Expr> {
+        let b = self.expr(scope, base)?;
+        // The struct whose member is read, and the read so far.
+        let (struct_ty, root, root_name, mut path) = match (&b.ty, arrow) {
+            (Ty::Ptr { pointee, .. }, true) => match b.kind {
+                ExprKind::Read {
+                    base,
+                    root,
+                    mut path,
+                    ..
+                } => {
+                    path.push(Vec::new());
+                    (*pointee, *base, root, path)
+                }
+                _ => (
+                    *pointee,
+                    b.clone(),
+                    self.struct_c_name(*pointee),
+                    vec![Vec::new()],
+                ),
+            },
+            (Ty::Record { ty, type_name }, false) => match b.kind {
+                ExprKind::Read {
+                    base, root, path, ..
+                } => (*ty, *base, root, path),
+                _ => {
+                    return Err(self.error(
+                        base.span.clone(),
+                        DiagKind::ByValueStruct {
+                            ty: type_name.clone(),
+                        },
+                    ));
+                }
+            },
+            (Ty::Ptr { type_name, .. }, false) => {
+                let d = Diagnostic::new(
+                    field.span.clone(),
+                    DiagKind::DotOnPointer {
+                        ty: type_name.clone(),
+                    },
+                )
+                .hint(format!("write `->{}`", field.name));
+                return Err(self.error_with(d));
+            }
+            (Ty::Record { type_name, .. }, true) => {
+                let d = Diagnostic::new(
+                    field.span.clone(),
+                    DiagKind::ArrowOnValue {
+                        ty: type_name.clone(),
+                    },
+                )
+                .hint(format!("write `.{}`", field.name));
+                return Err(self.error_with(d));
+            }
+            (Ty::Str { .. }, _) => {
+                return Err(self.error(
+                    base.span.clone(),
+                    DiagKind::NotAStruct {
+                        ty: "char *".into(),
+                    },
+                ));
+            }
+            (t, _) => {
+                return Err(
+                    self.error(base.span.clone(), DiagKind::NotAStruct { ty: t.describe() })
+                );
+            }
+        };
+        let KType::Struct { .. } = self.kernel.resolve(struct_ty) else {
+            return Err(self.error(
+                base.span.clone(),
+                DiagKind::NotAStruct {
+                    ty: self.kernel.type_name(struct_ty),
+                },
+            ));
+        };
+        let Some(f) = self.kernel.field(struct_ty, &field.name) else {
+            let names = self.kernel.field_names(struct_ty);
+            let mut d = Diagnostic::new(
+                field.span.clone(),
+                DiagKind::NoSuchField {
+                    field: field.name.clone(),
+                    ty: self.kernel.type_name(struct_ty),
+                },
+            );
+            let near = closest(&field.name, names.iter().map(String::as_str));
+            if let Some(best) = near.first() {
+                d = d.hint(format!("did you mean `{best}`?"));
+            }
+            if !names.is_empty() && names.len() <= 40 {
+                d = d.hint(format!("its fields are {}", names.join(", ")));
+            }
+            return Err(self.error_with(d));
+        };
+        if f.bitfield {
+            return Err(self.error(
+                field.span.clone(),
+                DiagKind::Bitfield {
+                    field: field.name.clone(),
+                },
+            ));
+        }
+        let Some(ty) = self.value_type(f.ty) else {
+            return Err(self.error(
+                field.span.clone(),
+                DiagKind::Unreadable {
+                    ty: self.kernel.type_name(f.ty),
+                },
+            ));
+        };
+        self.declare_member(struct_ty, &f.name, f.ty);
+        let string = match (&ty, self.kernel.resolve(f.ty)) {
+            (Ty::Str { .. }, KType::Array { .. }) => Some(StringSource::Array),
+            (Ty::Str { .. }, _) => Some(StringSource::Pointer),
+            _ => None,
+        };
+        path.last_mut()
+            .expect("a read path has at least one group")
+            .push(f.name.clone());
+        Ok(Expr {
+            ty,
+            kind: ExprKind::Read {
+                base: Box::new(root),
+                root: root_name,
+                path,
+                string,
+            },
+        })
+    }
+
+    fn unary(&mut self, scope: &Scope, op: UnOp, inner: &ast::Expr, span: Span) -> Checked<Expr> {
+        let e = self.expr(scope, inner)?;
+        match (op, &e.ty) {
+            (UnOp::Neg, Ty::Int(_)) => Ok(match e.kind {
+                ExprKind::Int(v) => int_const(-v),
+                _ => Expr {
+                    ty: Ty::Int(Scalar {
+                        size: 8,
+                        signed: true,
+                    }),
+                    kind: ExprKind::Unary {
+                        op,
+                        expr: Box::new(e),
+                    },
+                },
+            }),
+            (UnOp::BitNot, Ty::Int(s)) => Ok(Expr {
+                ty: Ty::Int(Scalar {
+                    size: 8,
+                    signed: s.signed,
+                }),
+                kind: ExprKind::Unary {
+                    op,
+                    expr: Box::new(e),
+                },
+            }),
+            (UnOp::Not, Ty::Bool | Ty::Int(_) | Ty::Ptr { .. }) => Ok(Expr {
+                ty: Ty::Bool,
+                kind: ExprKind::Unary {
+                    op,
+                    expr: Box::new(e),
+                },
+            }),
+            (_, t) => Err(self.error(
+                span,
+                DiagKind::Mismatch {
+                    op: match op {
+                        UnOp::Neg => "-",
+                        UnOp::Not => "not",
+                        UnOp::BitNot => "~",
+                    },
+                    lhs: t.describe(),
+                    rhs: "nothing".into(),
+                },
+            )),
+        }
+    }
+
+    fn binary(
+        &mut self,
+        scope: &Scope,
+        op: BinOp,
+        lhs: &ast::Expr,
+        rhs: &ast::Expr,
+        span: Span,
+    ) -> Checked<Expr> {
+        if op.is_logic() {
+            let l = self.condition(scope, lhs);
+            let r = self.condition(scope, rhs);
+            let (l, r) = (l?, r?);
+            return Ok(Expr {
+                ty: Ty::Bool,
+                kind: ExprKind::Binary {
+                    op,
+                    lhs: Box::new(l),
+                    rhs: Box::new(r),
+                    signed: false,
+                },
+            });
+        }
+        let l = self.expr(scope, lhs);
+        let r = self.expr(scope, rhs);
+        let (l, r) = (l?, r?);
+        let mismatch = |l: &Expr, r: &Expr| DiagKind::Mismatch {
+            op: op.symbol(),
+            lhs: l.ty.describe(),
+            rhs: r.ty.describe(),
+        };
+        let node = |ty: Ty, l: Expr, r: Expr, signed: bool| Expr {
+            ty,
+            kind: ExprKind::Binary {
+                op,
+                lhs: Box::new(l),
+                rhs: Box::new(r),
+                signed,
+            },
+        };
+        match (&l.ty, &r.ty) {
+            (Ty::Str { cap: a }, Ty::Str { cap: b }) => {
+                if !matches!(op, BinOp::Eq | BinOp::Ne) {
+                    return Err(self.error(span, DiagKind::StringOperator { op: op.symbol() }));
+                }
+                // A literal longer than what the other side can hold never matches.
+                for (lit, other_cap, lit_span) in [(&l, *b, &lhs.span), (&r, *a, &rhs.span)] {
+                    if let ExprKind::Str(bytes) = &lit.kind
+                        && bytes.len() as u32 >= other_cap
+                    {
+                        return Err(self.error(
+                            lit_span.clone(),
+                            DiagKind::StringTooLong {
+                                len: bytes.len(),
+                                cap: other_cap,
+                            },
+                        ));
+                    }
+                }
+                Ok(node(Ty::Bool, l, r, false))
+            }
+            (Ty::Str { .. }, _) | (_, Ty::Str { .. }) => Err(self.error(span, mismatch(&l, &r))),
+            (Ty::Duration, Ty::Int(_)) | (Ty::Int(_), Ty::Duration)
+                if op.is_comparison() || matches!(op, BinOp::Add | BinOp::Sub | BinOp::Rem) =>
+            {
+                let int_side = if matches!(l.ty, Ty::Int(_)) { &l } else { &r };
+                let mut d = Diagnostic::new(span, DiagKind::DurationVsInteger);
+                if let ExprKind::Int(v) = int_side.kind {
+                    let dur_side = if matches!(l.ty, Ty::Int(_)) { rhs } else { lhs };
+                    let dur_text = &self.source[dur_side.span.clone()];
+                    let lit = duration_literal(v);
+                    d = d.hint(if matches!(l.ty, Ty::Duration) {
+                        format!("write `{dur_text} {} {lit}`", op.symbol())
+                    } else {
+                        format!("write `{lit} {} {dur_text}`", op.symbol())
+                    });
+                }
+                d = d.hint("durations are written with a unit: 500ns, 250us, 10ms, 2s");
+                Err(self.error_with(d))
+            }
+            (Ty::Duration, Ty::Duration) => {
+                if op.is_comparison() {
+                    Ok(node(Ty::Bool, l, r, false))
+                } else {
+                    match op {
+                        BinOp::Add | BinOp::Sub | BinOp::Rem => {
+                            Ok(fold(node(Ty::Duration, l, r, false)))
+                        }
+                        BinOp::Div => {
+                            self.nonzero_divisor(&r, rhs)?;
+                            Ok(node(
+                                Ty::Int(Scalar {
+                                    size: 8,
+                                    signed: false,
+                                }),
+                                l,
+                                r,
+                                false,
+                            ))
+                        }
+                        _ => Err(self.error(span, mismatch(&l, &r))),
+                    }
+                }
+            }
+            (Ty::Duration, Ty::Int(_)) if matches!(op, BinOp::Mul | BinOp::Div) => {
+                if op == BinOp::Div {
+                    self.nonzero_divisor(&r, rhs)?;
+                }
+                Ok(fold(node(Ty::Duration, l, r, false)))
+            }
+            (Ty::Int(_), Ty::Duration) if op == BinOp::Mul => {
+                Ok(fold(node(Ty::Duration, l, r, false)))
+            }
+            (Ty::Int(a), Ty::Int(b)) => {
+                let (a, b) = (*a, *b);
+                let lc = const_value(&l);
+                let rc = const_value(&r);
+                if op.is_comparison() {
+                    self.signedness(op, &l, lc, &r, rc, span)?;
+                    let signed = (a.signed && lc.is_none())
+                        || (b.signed && rc.is_none())
+                        || (lc.is_some() && rc.is_some());
+                    return Ok(fold(node(Ty::Bool, l, r, signed)));
+                }
+                if matches!(op, BinOp::Div | BinOp::Rem) {
+                    self.nonzero_divisor(&r, rhs)?;
+                }
+                let signed = (a.signed && lc.is_none()) || (b.signed && rc.is_none());
+                Ok(fold(node(
+                    Ty::Int(Scalar { size: 8, signed }),
+                    l,
+                    r,
+                    signed,
+                )))
+            }
+            (Ty::Bool, Ty::Bool) if matches!(op, BinOp::Eq | BinOp::Ne) => {
+                Ok(node(Ty::Bool, l, r, false))
+            }
+            (Ty::Ptr { .. }, Ty::Ptr { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => {
+                Ok(node(Ty::Bool, l, r, false))
+            }
+            (Ty::Ptr { .. }, Ty::Int(_)) | (Ty::Int(_), Ty::Ptr { .. })
+                if matches!(op, BinOp::Eq | BinOp::Ne)
+                    && (const_value(&l).is_some() || const_value(&r).is_some()) =>
+            {
+                Ok(node(Ty::Bool, l, r, false))
+            }
+            _ => Err(self.error(span, mismatch(&l, &r))),
+        }
+    }
+
+    fn nonzero_divisor(&mut self, r: &Expr, rhs: &ast::Expr) -> Checked<()> {
+        if const_value(r) == Some(0) {
+            return Err(self.error(rhs.span.clone(), DiagKind::DivisionByZero));
+        }
+        Ok(())
+    }
+
+    /// `ret < 0` on an unsigned type, or an unsigned value against a negative number.
+    fn signedness(
+        &mut self,
+        op: BinOp,
+        l: &Expr,
+        lc: Option<i128>,
+        r: &Expr,
+        rc: Option<i128>,
+        span: Span,
+    ) -> Checked<()> {
+        for (var, c, var_is_left) in [(l, rc, true), (r, lc, false)] {
+            let (Ty::Int(s), Some(c)) = (&var.ty, c) else {
+                continue;
+            };
+            if s.signed || const_value(var).is_some() {
+                continue;
+            }
+            let ty = self.unsigned_name(var);
+            if c < 0 {
+                let d = Diagnostic::new(span, DiagKind::UnsignedVsNegative { ty }).hint(
+                    "only signed values (such as `ret` of a function returning `ssize_t` or `int`) can be negative",
+                );
+                return Err(self.error_with(d));
+            }
+            if c == 0 {
+                // Normalise to `var OP 0`.
+                let op = if var_is_left { op } else { flip(op) };
+                let always = match op {
+                    BinOp::Lt => Some(false),
+                    BinOp::Ge => Some(true),
+                    _ => None,
+                };
+                if let Some(always) = always {
+                    return Err(self.error(span, DiagKind::UnsignedTautology { ty, always }));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unsigned_name(&self, e: &Expr) -> String {
+        match e.ty {
+            Ty::Int(s) => format!("u{}", s.size * 8),
+            _ => e.ty.describe(),
+        }
+    }
+
+    fn emit(
+        &mut self,
+        scope: &Scope,
+        index: usize,
+        label: &str,
+        items: &[ast::EmitItem],
+        has_ret: bool,
+    ) -> Checked<EventSchema> {
+        let mut fields: Vec<(String, Span, Expr)> = Vec::new();
+        if items.is_empty() {
+            let builtin = |b: Builtin, ty: Ty| Expr {
+                ty,
+                kind: ExprKind::Builtin(b),
+            };
+            let u32t = Ty::Int(Scalar {
+                size: 4,
+                signed: false,
+            });
+            fields.push((
+                "comm".into(),
+                0..0,
+                builtin(Builtin::Comm, Ty::Str { cap: COMM_CAP }),
+            ));
+            fields.push(("tgid".into(), 0..0, builtin(Builtin::Tgid, u32t.clone())));
+            fields.push(("pid".into(), 0..0, builtin(Builtin::Pid, u32t)));
+            let reserved = ["comm", "tgid", "pid", "ret", "latency"];
+            for (i, p) in scope.params.iter().enumerate() {
+                if !matches!(p.ty, Ty::Int(_) | Ty::Bool) {
+                    continue;
+                }
+                let taken = reserved.contains(&p.name.as_str())
+                    || BUILTINS.iter().any(|(n, _)| *n == p.name);
+                let name = if taken {
+                    format!("arg{i}")
+                } else {
+                    p.name.clone()
+                };
+                fields.push((
+                    name,
+                    0..0,
+                    Expr {
+                        ty: p.ty.clone(),
+                        kind: ExprKind::Param(i),
+                    },
+                ));
+            }
+            if has_ret {
+                let ret = self.ret(scope, 0..0)?;
+                // A pointer return is shown as a number, not followed.
+                let ret = match ret.kind {
+                    ExprKind::Deref(inner) => *inner,
+                    _ => ret,
+                };
+                fields.push(("ret".into(), 0..0, ret));
+            }
+            fields.push((
+                "latency".into(),
+                0..0,
+                builtin(Builtin::Latency, Ty::Duration),
+            ));
+        } else {
+            let mut failed = false;
+            for item in items {
+                let Ok(e) = self.expr(scope, &item.expr) else {
+                    failed = true;
+                    continue;
+                };
+                let name = match (&item.alias, &item.expr.kind) {
+                    (Some(a), _) => a.name.clone(),
+                    (None, ast::ExprKind::Name(n)) => n.clone(),
+                    (None, ast::ExprKind::Member { field, .. }) => field.name.clone(),
+                    _ => {
+                        self.error(item.expr.span.clone(), DiagKind::NeedsName);
+                        failed = true;
+                        continue;
+                    }
+                };
+                let span = item
+                    .alias
+                    .as_ref()
+                    .map_or(item.expr.span.clone(), |a| a.span.clone());
+                if fields.iter().any(|(n, _, _)| *n == name) {
+                    self.error(span, DiagKind::DuplicateField { name });
+                    failed = true;
+                    continue;
+                }
+                fields.push((name, span, e));
+            }
+            if failed {
+                return Err(Reported);
+            }
+        }
+        let mut kinds = Vec::new();
+        for (_, span, e) in &fields {
+            kinds.push(self.field_kind(e, span.clone())?);
+        }
+        let (offsets, size) = layout(&kinds, 4);
+        Ok(EventSchema {
+            id: index as u32,
+            session: label.to_string(),
+            fields: fields
+                .into_iter()
+                .zip(kinds)
+                .zip(offsets)
+                .map(|(((name, _, expr), kind), offset)| EventField {
+                    name,
+                    kind,
+                    offset,
+                    expr,
+                })
+                .collect(),
+            size,
+        })
+    }
+
+    fn field_kind(&mut self, e: &Expr, span: Span) -> Checked<FieldKind> {
+        Ok(match &e.ty {
+            Ty::Int(s) => FieldKind::Int(*s),
+            Ty::Bool => FieldKind::Bool,
+            Ty::Duration => FieldKind::Duration,
+            Ty::Str { cap } => FieldKind::Str { cap: *cap },
+            Ty::Ptr { .. } => FieldKind::Ptr,
+            Ty::Record { type_name, .. } => {
+                return Err(self.error(
+                    span,
+                    DiagKind::StructValue {
+                        ty: type_name.clone(),
+                    },
+                ));
+            }
+        })
+    }
+
+    fn aggregation(&mut self, scope: &Scope, a: &ast::Aggregate) -> Checked<Aggregation> {
+        let name = a.func.name();
+        let arg = match (a.func, &a.arg) {
+            (AggFunc::Count, None) => None,
+            (AggFunc::Count, Some(e)) => {
+                return Err(self.error(
+                    e.span.clone(),
+                    DiagKind::WrongArgCount {
+                        func: name.into(),
+                        expected: 0,
+                        found: 1,
+                    },
+                ));
+            }
+            (_, None) => {
+                return Err(self.error(
+                    a.span.clone(),
+                    DiagKind::WrongArgCount {
+                        func: name.into(),
+                        expected: 1,
+                        found: 0,
+                    },
+                ));
+            }
+            (_, Some(e)) => {
+                let v = self.expr(scope, e)?;
+                if !matches!(v.ty, Ty::Int(_) | Ty::Duration) {
+                    return Err(self.error(
+                        e.span.clone(),
+                        DiagKind::BadArgType {
+                            func: name.into(),
+                            expected: "a number or a duration",
+                            found: v.ty.describe(),
+                        },
+                    ));
+                }
+                Some(v)
+            }
+        };
+        if a.by.len() > MAX_KEYS {
+            return Err(self.error(a.by[MAX_KEYS].span.clone(), DiagKind::TooManyKeys));
+        }
+        let mut keys = Vec::new();
+        let mut kinds = Vec::new();
+        for k in &a.by {
+            let e = self.expr(scope, k)?;
+            let kind = match e.ty {
+                Ty::Int(s) => FieldKind::Int(s),
+                Ty::Bool => FieldKind::Bool,
+                Ty::Str { cap } => FieldKind::Str { cap },
+                ref t => {
+                    return Err(self.error(k.span.clone(), DiagKind::BadKey { ty: t.describe() }));
+                }
+            };
+            let name = match &k.kind {
+                ast::ExprKind::Name(n) => n.clone(),
+                ast::ExprKind::Member { field, .. } => field.name.clone(),
+                _ => self.source[k.span.clone()].to_string(),
+            };
+            kinds.push(kind);
+            keys.push((name, e));
+        }
+        let (offsets, key_size) = if kinds.is_empty() {
+            (Vec::new(), 8)
+        } else {
+            layout(&kinds, 0)
+        };
+        let id = self.next_agg;
+        self.next_agg += 1;
+        Ok(Aggregation {
+            id,
+            func: a.func,
+            duration: arg.as_ref().is_some_and(|e| e.ty == Ty::Duration),
+            arg,
+            keys: keys
+                .into_iter()
+                .zip(kinds)
+                .zip(offsets)
+                .map(|(((name, expr), kind), offset)| AggKey {
+                    name,
+                    kind,
+                    offset,
+                    expr,
+                })
+                .collect(),
+            key_size,
+            title: self.source[a.span.clone()]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+        })
+    }
+
+    /// Records that a script reads member `name` of struct `ty`, so codegen declares it.
+    fn declare_member(&mut self, ty: TypeId, name: &str, member_ty: TypeId) {
+        let c_name = self.struct_c_name(ty);
+        let (decl, needs) = self.member_decl(member_ty);
+        let entry = self.structs.entry(c_name.clone()).or_insert_with(|| {
+            (
+                StructDecl {
+                    ty,
+                    c_name: c_name.clone(),
+                    members: Vec::new(),
+                },
+                Vec::new(),
+            )
+        });
+        if !entry.0.members.iter().any(|m| m.name == name) {
+            entry.0.members.push(MemberDecl {
+                name: name.to_string(),
+                decl,
+            });
+            entry.1.extend(needs);
+        }
+        if !self.struct_order.contains(&c_name) {
+            self.struct_order.push(c_name);
+        }
+    }
+
+    fn struct_c_name(&self, ty: TypeId) -> String {
+        match self.kernel.resolve(ty) {
+            KType::Struct { name, union, .. } => {
+                let kw = if union { "union" } else { "struct" };
+                if name.is_empty() {
+                    format!("{kw} fslat_anon_{ty}")
+                } else {
+                    format!("{kw} {name}")
+                }
+            }
+            _ => format!("struct fslat_anon_{ty}"),
+        }
+    }
+
+    /// The member's C declaration, and the structs it embeds by value.
+    fn member_decl(&mut self, ty: TypeId) -> (String, Vec<String>) {
+        match self.kernel.resolve(ty) {
+            KType::Int { size, signed, .. } | KType::Enum { size, signed } => {
+                (format!("{} {{}}", c_int(size, signed)), Vec::new())
+            }
+            KType::Ptr { pointee, .. } => {
+                let target = match self.kernel.resolve(pointee) {
+                    KType::Struct { .. } => self.struct_c_name(pointee),
+                    _ if self.is_char(pointee) => "char".into(),
+                    _ => "void".into(),
+                };
+                (format!("{target} *{{}}"), Vec::new())
+            }
+            KType::Struct { .. } => {
+                let name = self.struct_c_name(ty);
+                // An embedded struct must be complete; declare it even if empty.
+                if !self.structs.contains_key(&name) {
+                    self.structs.insert(
+                        name.clone(),
+                        (
+                            StructDecl {
+                                ty,
+                                c_name: name.clone(),
+                                members: Vec::new(),
+                            },
+                            Vec::new(),
+                        ),
+                    );
+                    self.struct_order.push(name.clone());
+                }
+                (format!("{name} {{}}"), vec![name])
+            }
+            KType::Array { elem, len } => {
+                let e = if self.is_char(elem) { "char" } else { "__u8" };
+                (format!("{e} {{}}[{len}]"), Vec::new())
+            }
+            _ => ("__u64 {}".into(), Vec::new()),
+        }
+    }
+
+    /// Struct declarations, each after the ones it embeds.
+    fn ordered_structs(&self) -> Vec<StructDecl> {
+        fn visit(
+            name: &str,
+            all: &BTreeMap<String, (StructDecl, Vec<String>)>,
+            done: &mut Vec<String>,
+            out: &mut Vec<StructDecl>,
+        ) {
+            if done.iter().any(|d| d == name) {
+                return;
+            }
+            done.push(name.to_string());
+            if let Some((decl, needs)) = all.get(name) {
+                for n in needs {
+                    visit(n, all, done, out);
+                }
+                out.push(decl.clone());
+            }
+        }
+        let mut done = Vec::new();
+        let mut out = Vec::new();
+        for name in &self.struct_order {
+            visit(name, &self.structs, &mut done, &mut out);
+        }
+        out
+    }
+}
+
+pub fn c_int(size: u32, signed: bool) -> &'static str {
+    match (size, signed) {
+        (1, false) => "__u8",
+        (1, true) => "__s8",
+        (2, false) => "__u16",
+        (2, true) => "__s16",
+        (4, false) => "__u32",
+        (4, true) => "__s32",
+        (_, false) => "__u64",
+        (_, true) => "__s64",
+    }
+}
+
+fn int_const(v: i128) -> Expr {
+    Expr {
+        ty: Ty::Int(Scalar {
+            size: 8,
+            signed: v < 0,
+        }),
+        kind: ExprKind::Int(v),
+    }
+}
+
+fn const_value(e: &Expr) -> Option<i128> {
+    match e.kind {
+        ExprKind::Int(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// Folds arithmetic on two constants, so `10ms * 2` is a constant and `x < -1` sees `-1`.
+fn fold(e: Expr) -> Expr {
+    let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind else {
+        return e;
+    };
+    let (Some(a), Some(b)) = (const_value(lhs), const_value(rhs)) else {
+        return e;
+    };
+    let v = match op {
+        BinOp::Add => a.checked_add(b),
+        BinOp::Sub => a.checked_sub(b),
+        BinOp::Mul => a.checked_mul(b),
+        BinOp::Div => a.checked_div(b),
+        BinOp::Rem => a.checked_rem(b),
+        BinOp::BitAnd => Some(a & b),
+        BinOp::BitOr => Some(a | b),
+        BinOp::BitXor => Some(a ^ b),
+        BinOp::Shl => u32::try_from(b).ok().filter(|s| *s < 64).map(|s| a << s),
+        BinOp::Shr => u32::try_from(b).ok().filter(|s| *s < 64).map(|s| a >> s),
+        _ => {
+            let r = match op {
+                BinOp::Eq => a == b,
+                BinOp::Ne => a != b,
+                BinOp::Lt => a < b,
+                BinOp::Le => a <= b,
+                BinOp::Gt => a > b,
+                _ => a >= b,
+            };
+            return Expr {
+                ty: Ty::Bool,
+                kind: ExprKind::Bool(r),
+            };
+        }
+    };
+    match v {
+        Some(v) if v >= i128::from(i64::MIN) && v <= i128::from(u64::MAX) => Expr {
+            ty: if e.ty == Ty::Duration {
+                Ty::Duration
+            } else {
+                int_const(v).ty
+            },
+            kind: ExprKind::Int(v),
+        },
+        _ => e,
+    }
+}
+
+fn flip(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Ge => BinOp::Le,
+        o => o,
+    }
+}
+
+/// `10000` → `10us`: the largest unit that divides the number of nanoseconds.
+pub fn duration_literal(ns: i128) -> String {
+    for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns != 0 && ns % scale == 0 {
+            return format!("{}{unit}", ns / scale);
+        }
+    }
+    format!("{ns}ns")
+}
+
+fn quote_list(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Splits a predicate into what can be decided at entry and what must wait for return.
+///
+/// Top-level `and` terms that use neither `latency` nor `ret` are decided at entry only.
+/// A term that mixes phases (`tgid == 1 or latency > 1ms`) is evaluated whole at return,
+/// and its entry-only part also filters at entry where that is sound (`tgid == 1 or
+/// comm == "x"` inside a term with `latency` still lets entry drop calls that match
+/// neither).
+fn split_phases(pred: Expr) -> (Option<Expr>, Option<Expr>) {
+    let mut entry = Vec::new();
+    let mut ret = Vec::new();
+    for term in conjuncts(pred) {
+        if term.at_return() {
+            if let Some(approx) = entry_approximation(&term) {
+                entry.push(approx);
+            }
+            ret.push(term);
+        } else {
+            entry.push(term);
+        }
+    }
+    (conjoin(entry), conjoin(ret))
+}
+
+fn conjuncts(e: Expr) -> Vec<Expr> {
+    match e.kind {
+        ExprKind::Binary {
+            op: BinOp::And,
+            lhs,
+            rhs,
+            ..
+        } => {
+            let mut v = conjuncts(*lhs);
+            v.extend(conjuncts(*rhs));
+            v
+        }
+        // A constant `true` filters nothing.
+        ExprKind::Bool(true) => Vec::new(),
+        _ => vec![e],
+    }
+}
+
+fn conjoin(mut terms: Vec<Expr>) -> Option<Expr> {
+    let first = if terms.is_empty() {
+        return None;
+    } else {
+        terms.remove(0)
+    };
+    Some(terms.into_iter().fold(first, |acc, t| Expr {
+        ty: Ty::Bool,
+        kind: ExprKind::Binary {
+            op: BinOp::And,
+            lhs: Box::new(acc),
+            rhs: Box::new(t),
+            signed: false,
+        },
+    }))
+}
+
+/// A condition implied by `e` that entry can check, or `None` if entry can't rule
+/// anything out.
+fn entry_approximation(e: &Expr) -> Option<Expr> {
+    if !e.at_return() {
+        return Some(e.clone());
+    }
+    let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind else {
+        return None;
+    };
+    let (l, r) = (entry_approximation(lhs), entry_approximation(rhs));
+    let join = |op, l: Expr, r: Expr| Expr {
+        ty: Ty::Bool,
+        kind: ExprKind::Binary {
+            op,
+            lhs: Box::new(l),
+            rhs: Box::new(r),
+            signed: false,
+        },
+    };
+    match op {
+        BinOp::And => match (l, r) {
+            (Some(l), Some(r)) => Some(join(BinOp::And, l, r)),
+            (one, None) | (None, one) => one,
+        },
+        BinOp::Or => Some(join(BinOp::Or, l?, r?)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,277 @@
+//! The checked program: every name resolved against the kernel's types, every expression
+//! typed, the predicate split into its entry and return phases, and each session's event
+//! schema fixed. Codegen and the output decoder both read this; nothing else describes an
+//! event's layout.
+
+use crate::btf::TypeId;
+use crate::syntax::ast::{AggFunc, BinOp, UnOp};
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Program {
+    pub sessions: Vec<Session>,
+    /// Kernel structs that field reads go through, in an order where every struct comes
+    /// after the structs it embeds. Codegen declares them for CO-RE.
+    pub structs: Vec<StructDecl>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Session {
+    pub index: usize,
+    /// The function name, or `FUNC#N` when several sessions trace the same function.
+    pub label: String,
+    pub func: String,
+    pub params: Vec<Param>,
+    /// Where `ret` sits in the program's context (after the parameters' slots).
+    pub ret_slot: usize,
+    /// `None` for void functions.
+    pub ret: Option<Scalar>,
+    /// Decided at entry: nothing here uses `latency` or `ret`.
+    pub entry_filter: Option<Expr>,
+    /// Decided at return.
+    pub return_filter: Option<Expr>,
+    pub event: Option<EventSchema>,
+    pub aggregations: Vec<Aggregation>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Param {
+    pub name: String,
+    /// Index into the program's context array (a big struct takes two slots).
+    pub slot: usize,
+    /// As BTF spells it, for listings (`struct file *`).
+    pub type_name: String,
+    pub ty: Ty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Scalar {
+    pub size: u8,
+    pub signed: bool,
+}
+
+/// The type of a value in a script.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Ty {
+    Int(Scalar),
+    Bool,
+    Duration,
+    /// A string of at most `cap - 1` bytes plus NUL.
+    Str {
+        cap: u32,
+    },
+    /// A pointer fslat does not read as a string; `pointee` for `->`.
+    Ptr {
+        pointee: TypeId,
+        type_name: String,
+    },
+    /// A struct or union held by value (only as the base of `.`).
+    Record {
+        ty: TypeId,
+        type_name: String,
+    },
+}
+
+impl Ty {
+    pub fn describe(&self) -> String {
+        match self {
+            Ty::Int(s) => format!(
+                "an integer ({}{})",
+                if s.signed { "s" } else { "u" },
+                s.size * 8
+            ),
+            Ty::Bool => "a boolean".into(),
+            Ty::Duration => "a duration".into(),
+            Ty::Str { .. } => "a string".into(),
+            Ty::Ptr { type_name, .. } => format!("a pointer (`{type_name}`)"),
+            Ty::Record { type_name, .. } => format!("a struct (`{type_name}`)"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Expr {
+    pub ty: Ty,
+    pub kind: ExprKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub enum ExprKind {
+    /// A constant, already folded to its value.
+    Int(i128),
+    Bool(bool),
+    Str(Vec<u8>),
+    Builtin(Builtin),
+    /// The parameter at this position.
+    Param(usize),
+    Ret,
+    /// A CO-RE read: from a pointer `base`, follow `path` (groups separated by `->`,
+    /// members within a group by `.`). The last member's type is `ty`.
+    Read {
+        base: Box<Expr>,
+        /// The C struct `base` points to (`struct file`).
+        root: String,
+        path: Vec<Vec<String>>,
+        /// How the last member is read when `ty` is a string.
+        string: Option<StringSource>,
+    },
+    /// A `char *` value (parameter or field) read as a string.
+    Deref(Box<Expr>),
+    Unary {
+        op: UnOp,
+        expr: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+        /// For comparisons and arithmetic: whether C does it signed.
+        signed: bool,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StringSource {
+    /// The member is a char array: read its bytes.
+    Array,
+    /// The member is a `char *`: read the string it points to.
+    Pointer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub enum Builtin {
+    Tgid,
+    Pid,
+    Comm,
+    Uid,
+    Gid,
+    Cpu,
+    Cgroup,
+    Ts,
+    Latency,
+}
+
+impl Expr {
+    /// Whether evaluating this needs the return phase.
+    pub fn at_return(&self) -> bool {
+        match &self.kind {
+            ExprKind::Ret | ExprKind::Builtin(Builtin::Latency) => true,
+            ExprKind::Read { base, .. } | ExprKind::Deref(base) => base.at_return(),
+            ExprKind::Unary { expr, .. } => expr.at_return(),
+            ExprKind::Binary { lhs, rhs, .. } => lhs.at_return() || rhs.at_return(),
+            _ => false,
+        }
+    }
+
+    /// Calls `f` on this expression and every sub-expression.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Read { base, .. } | ExprKind::Deref(base) => base.visit(f),
+            ExprKind::Unary { expr, .. } => expr.visit(f),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                lhs.visit(f);
+                rhs.visit(f);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// What an event field holds, as the decoder prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum FieldKind {
+    Int(Scalar),
+    Bool,
+    Duration,
+    Str { cap: u32 },
+    Ptr,
+}
+
+impl FieldKind {
+    pub fn size(self) -> u32 {
+        match self {
+            FieldKind::Int(s) => u32::from(s.size),
+            FieldKind::Bool => 1,
+            FieldKind::Duration | FieldKind::Ptr => 8,
+            FieldKind::Str { cap } => cap,
+        }
+    }
+
+    pub fn align(self) -> u32 {
+        match self {
+            FieldKind::Str { .. } => 1,
+            k => k.size(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventField {
+    pub name: String,
+    pub kind: FieldKind,
+    pub offset: u32,
+    pub expr: Expr,
+}
+
+/// One session's event record: a `u32` schema id (the session index) at offset 0, then
+/// the fields at their offsets, C alignment rules, total size rounded up to 8.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EventSchema {
+    pub id: u32,
+    pub session: String,
+    pub fields: Vec<EventField>,
+    pub size: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Aggregation {
+    /// Unique in the program: names the map.
+    pub id: usize,
+    pub func: AggFunc,
+    pub arg: Option<Expr>,
+    /// Whether the value is a duration (printed with units).
+    pub duration: bool,
+    pub keys: Vec<AggKey>,
+    /// Size of the key struct (one zero `u32`, padded to 8, when there are no keys).
+    pub key_size: u32,
+    /// Text shown as the aggregation's title, from the script (`hist(latency) by comm`).
+    pub title: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AggKey {
+    pub name: String,
+    pub kind: FieldKind,
+    pub offset: u32,
+    pub expr: Expr,
+}
+
+/// A kernel struct as fslat declares it for CO-RE: only the members a script reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StructDecl {
+    pub ty: TypeId,
+    /// `struct file`, `union foo`, or a made-up name for an anonymous type.
+    pub c_name: String,
+    pub members: Vec<MemberDecl>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemberDecl {
+    pub name: String,
+    /// A C declaration with `{}` where the member name goes: `__u32 {}`, `char {}[16]`.
+    pub decl: String,
+}
+
+/// Lays out fields after a leading `u32`, C style. Returns (offsets, total size).
+pub fn layout(kinds: &[FieldKind], header: u32) -> (Vec<u32>, u32) {
+    let mut offset = header;
+    let mut offsets = Vec::with_capacity(kinds.len());
+    for k in kinds {
+        let a = k.align();
+        offset = offset.div_ceil(a) * a;
+        offsets.push(offset);
+        offset += k.size();
+    }
+    (offsets, offset.div_ceil(8) * 8)
+}

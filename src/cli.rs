@@ -1,0 +1,381 @@
+//! The command line: parses options, runs the pipeline, prints diagnostics and errors
+//! once, and turns every failure into a message and a non-zero exit status.
+
+use crate::btf::{Btf, KernelTypes};
+use crate::build::{BuildError, Compiler, find_clang};
+use crate::codegen::Mode;
+use crate::diag::{Source, render};
+use crate::output::{JsonWriter, TextWriter, Writer};
+use crate::runtime::{self, DEFAULT_RING_SIZE, RuntimeError, Settings, signals};
+use clap::{Parser, ValueEnum};
+use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "fslat",
+    version,
+    about = "Trace kernel function latency with a small language (fsession on Linux 7.0+, fentry/fexit before)",
+    after_help = "Examples:\n  fslat -e 'session vfs_read where latency > 10ms { emit }'\n  fslat -p 1234 examples/slow_reads.fsl\n  fslat --emit c -e 'session vfs_write'\n\nThe language: docs/language.md"
+)]
+pub struct Args {
+    /// Script file to run ("-" reads standard input)
+    #[arg(value_name = "SCRIPT", conflicts_with = "program")]
+    pub script: Option<PathBuf>,
+
+    /// Run this program, given inline
+    #[arg(short = 'e', long = "program", value_name = "PROGRAM", value_parser = non_empty)]
+    pub program: Option<String>,
+
+    /// Trace only this process (a TGID, 1 .. 4294967295)
+    #[arg(short, long, value_name = "TGID", value_parser = parse_pid)]
+    pub pid: Option<u32>,
+
+    /// Stop after DUR (30, 30s, 500ms, 2m; more than 0, at most 24h)
+    #[arg(short, long, value_name = "DUR", value_parser = parse_run_duration)]
+    pub duration: Option<Duration>,
+
+    /// Output format
+    #[arg(short, long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Write events (or with --emit, the C or object) to FILE instead of standard output
+    #[arg(short, long, value_name = "FILE", value_parser = non_empty_path)]
+    pub output: Option<PathBuf>,
+
+    /// Print the generated C, or write the BPF object; loads nothing, needs no root
+    #[arg(long, value_enum, value_name = "c|obj")]
+    pub emit: Option<Emit>,
+
+    /// How to attach: fsession (Linux 7.0+), fentry (fentry + fexit), or auto
+    #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
+    pub mode: ModeArg,
+
+    /// Show libbpf's diagnostics (and the verifier's log on failure)
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    /// Read kernel types from this BTF file instead of /sys/kernel/btf/vmlinux
+    #[arg(long, value_name = "FILE", value_parser = non_empty_path)]
+    pub btf: Option<PathBuf>,
+
+    /// The clang to compile with (default: $FSLAT_CLANG, else clang on PATH)
+    #[arg(long, value_name = "PATH", value_parser = non_empty_path)]
+    pub clang: Option<PathBuf>,
+
+    /// Ring buffer size in bytes (a power of two, 4096 .. 1073741824; 256k default);
+    /// suffixes k and m are accepted
+    #[arg(long, value_name = "BYTES", value_parser = parse_ring_size)]
+    pub buffer_size: Option<u32>,
+
+    /// Compile without the object cache
+    #[arg(long)]
+    pub no_cache: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Emit {
+    C,
+    Obj,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum ModeArg {
+    Auto,
+    Fsession,
+    Fentry,
+}
+
+fn non_empty(s: &str) -> Result<String, String> {
+    if s.trim().is_empty() {
+        Err("the value is empty".into())
+    } else {
+        Ok(s.to_string())
+    }
+}
+
+fn non_empty_path(s: &str) -> Result<PathBuf, String> {
+    non_empty(s).map(PathBuf::from)
+}
+
+fn parse_pid(s: &str) -> Result<u32, String> {
+    if s.is_empty() {
+        return Err("the value is empty".into());
+    }
+    if !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("`{s}` is not a process id (digits only)"));
+    }
+    match s.parse::<u64>() {
+        Ok(n) if (1..=u64::from(u32::MAX)).contains(&n) => Ok(n as u32),
+        _ => Err(format!("`{s}` is out of range: a TGID is 1 .. 4294967295")),
+    }
+}
+
+/// `30` (seconds), `30s`, `500ms`, `250us`, `2m`, `1h`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    if s.is_empty() {
+        return Err("the value is empty".into());
+    }
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    if num.is_empty() {
+        return Err(format!("`{s}` does not start with a number"));
+    }
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}`: the number is too large"))?;
+    let ns_per: u64 = match unit {
+        "" | "s" => 1_000_000_000,
+        "ms" => 1_000_000,
+        "us" => 1_000,
+        "ns" => 1,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        _ => {
+            return Err(format!(
+                "`{s}`: unknown unit `{unit}` (use ns, us, ms, s, m or h)"
+            ));
+        }
+    };
+    n.checked_mul(ns_per)
+        .map(Duration::from_nanos)
+        .ok_or_else(|| format!("`{s}` is too long"))
+}
+
+fn parse_run_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err("the duration must be more than 0".into());
+    }
+    if d > Duration::from_secs(24 * 3600) {
+        return Err(format!("`{s}` is more than 24h"));
+    }
+    Ok(d)
+}
+
+fn parse_ring_size(s: &str) -> Result<u32, String> {
+    if s.is_empty() {
+        return Err("the value is empty".into());
+    }
+    let (num, scale) = match s.as_bytes()[s.len() - 1] {
+        b'k' | b'K' => (&s[..s.len() - 1], 1024u64),
+        b'm' | b'M' => (&s[..s.len() - 1], 1024 * 1024),
+        _ => (s, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .ok()
+        .filter(|_| num.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(|| format!("`{s}` is not a size in bytes"))?;
+    let bytes = n.saturating_mul(scale);
+    if !(4096..=1 << 30).contains(&bytes) || !bytes.is_power_of_two() {
+        return Err(format!(
+            "`{s}` must be a power of two from 4096 (4k) to 1073741824 (1024m)"
+        ));
+    }
+    Ok(bytes as u32)
+}
+
+/// Why fslat stopped without doing its job; rendered once by `main`.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Diagnostics about the script, already rendered.
+    #[error("{0}")]
+    Script(String),
+    #[error("cannot read the script {path}: {source}")]
+    ReadScript {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "no program given: run `fslat -e 'session vfs_read where latency > 10ms'`, or name a script file (see --help)"
+    )]
+    NoProgram,
+    #[error(
+        "cannot read the kernel's types: {0}\n  fslat needs a kernel with BTF (CONFIG_DEBUG_INFO_BTF=y), or --btf FILE."
+    )]
+    Btf(#[from] crate::btf::BtfError),
+    #[error(
+        "--mode fsession: this kernel has no fsession (it arrived in Linux 7.0).\n  Use --mode fentry, or leave --mode at auto to pick it."
+    )]
+    NoFsession,
+    #[error(
+        "--emit obj writes a binary object: give -o FILE (or redirect standard output away from the terminal)"
+    )]
+    ObjectToTerminal,
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Build(#[from] BuildError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+}
+
+/// Runs fslat with the process's arguments; returns the exit status.
+pub fn main() -> i32 {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    match run(&args) {
+        Ok(()) => 0,
+        Err(CliError::Script(text)) => {
+            eprint!("{text}");
+            1
+        }
+        Err(e) => {
+            eprintln!("fslat: error: {e}");
+            1
+        }
+    }
+}
+
+fn color_stderr() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The script's text and the name diagnostics call it by.
+fn script_source(args: &Args) -> Result<(String, String), CliError> {
+    if let Some(p) = &args.program {
+        return Ok(("<-e>".into(), p.clone()));
+    }
+    match &args.script {
+        Some(path) if path.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|source| CliError::ReadScript {
+                    path: "<stdin>".into(),
+                    source,
+                })?;
+            Ok(("<stdin>".into(), text))
+        }
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| CliError::ReadScript {
+                path: path.display().to_string(),
+                source,
+            })?;
+            Ok((path.display().to_string(), text))
+        }
+        None => Err(CliError::NoProgram),
+    }
+}
+
+pub fn load_kernel_types(btf: Option<&PathBuf>) -> Result<Btf, CliError> {
+    Ok(match btf {
+        Some(p) => Btf::from_file(p)?,
+        None => Btf::vmlinux()?,
+    })
+}
+
+pub fn resolve_mode(arg: ModeArg, kernel: &dyn KernelTypes) -> Result<Mode, CliError> {
+    match arg {
+        ModeArg::Fsession if !kernel.has_fsession() => Err(CliError::NoFsession),
+        ModeArg::Fsession => Ok(Mode::Fsession),
+        ModeArg::Fentry => Ok(Mode::Fentry),
+        ModeArg::Auto if kernel.has_fsession() => Ok(Mode::Fsession),
+        ModeArg::Auto => Ok(Mode::Fentry),
+    }
+}
+
+fn run(args: &Args) -> Result<(), CliError> {
+    signals::install();
+    let (name, text) = script_source(args)?;
+    let kernel = load_kernel_types(args.btf.as_ref())?;
+    let mode = resolve_mode(args.mode, &kernel)?;
+    let (program, c) = crate::compile(&text, &kernel, mode).map_err(|diags| {
+        CliError::Script(render(
+            &Source {
+                name: &name,
+                text: &text,
+            },
+            &diags,
+            color_stderr(),
+        ))
+    })?;
+
+    if args.emit == Some(Emit::C) {
+        return write_output(args.output.as_ref(), c.as_bytes());
+    }
+    let clang = find_clang(args.clang.as_deref())?;
+    let compiler = Compiler::new(clang, !args.no_cache)?;
+    let object = compiler.compile(&c)?;
+    if args.emit == Some(Emit::Obj) {
+        if args.output.is_none() && std::io::stdout().is_terminal() {
+            return Err(CliError::ObjectToTerminal);
+        }
+        return write_output(args.output.as_ref(), &object);
+    }
+    if signals::stop_requested() {
+        return Ok(());
+    }
+
+    let settings = Settings {
+        mode,
+        target_tgid: args.pid.unwrap_or(0),
+        duration: args.duration,
+        ring_size: args.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
+        verbose: args.verbose,
+    };
+    let sink: Box<dyn Write> = match &args.output {
+        Some(p) => Box::new(std::fs::File::create(p).map_err(|source| CliError::Write {
+            path: p.display().to_string(),
+            source,
+        })?),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let sink = std::io::LineWriter::new(sink);
+    let mut writer: Box<dyn Writer> = match args.format {
+        Format::Text => Box::new(TextWriter::new(sink)),
+        Format::Json => Box::new(JsonWriter::new(sink)),
+    };
+    let labels: Vec<&str> = program.sessions.iter().map(|s| s.label.as_str()).collect();
+    let mut attached = || {
+        eprintln!(
+            "Tracing {} session{} ({}, {}). Ctrl-C to end.",
+            labels.len(),
+            if labels.len() == 1 { "" } else { "s" },
+            labels.join(", "),
+            mode.name()
+        );
+    };
+    let outcome = runtime::run(
+        &program,
+        &object,
+        &settings,
+        writer.as_mut(),
+        &mut attached,
+        &mut || !signals::stop_requested(),
+    )?;
+    if outcome.bad_records > 0 {
+        eprintln!(
+            "fslat: warning: {} record(s) did not match their event layout and were not printed (a bug in fslat; please report it)",
+            outcome.bad_records
+        );
+    }
+    Ok(())
+}
+
+fn write_output(path: Option<&PathBuf>, bytes: &[u8]) -> Result<(), CliError> {
+    let result = match path {
+        Some(p) => std::fs::write(p, bytes),
+        None => std::io::stdout().write_all(bytes),
+    };
+    result.map_err(|source| CliError::Write {
+        path: path.map_or("standard output".into(), |p| p.display().to_string()),
+        source,
+    })
+}

@@ -1,0 +1,367 @@
+//! Expressions and statements in C, for one phase (entry or return) of one session.
+//!
+//! A phase collects the declarations its expressions need (helper calls, parameter
+//! loads, string buffers) as lines that go before the code that uses them; each is
+//! emitted once per phase.
+
+use crate::check::c_int;
+use crate::check::program::*;
+use crate::syntax::ast::{AggFunc, BinOp, UnOp};
+use std::collections::HashSet;
+
+pub struct Phase<'p> {
+    session: &'p Session,
+    at_return: bool,
+    lines: Vec<String>,
+    declared: HashSet<String>,
+    temps: usize,
+}
+
+impl<'p> Phase<'p> {
+    pub fn entry(session: &'p Session) -> Self {
+        Self::new(session, false)
+    }
+
+    pub fn ret(session: &'p Session) -> Self {
+        Self::new(session, true)
+    }
+
+    fn new(session: &'p Session, at_return: bool) -> Self {
+        Phase {
+            session,
+            at_return,
+            lines: Vec::new(),
+            declared: HashSet::new(),
+            temps: 0,
+        }
+    }
+
+    /// Lines produced since the last call; declarations stay known, so later code that
+    /// needs the same value reuses them.
+    pub fn take_lines(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.lines)
+    }
+
+    /// Whether entry read the clock before its filter (the script uses `ts` there).
+    pub fn uses_start(&self) -> bool {
+        self.declared.contains("fslat_start")
+    }
+
+    fn declare(&mut self, name: &str, line: impl FnOnce() -> String) -> String {
+        if self.declared.insert(name.to_string()) {
+            let l = line();
+            self.lines.push(l);
+        }
+        name.to_string()
+    }
+
+    fn temp(&mut self) -> String {
+        self.temps += 1;
+        format!(
+            "fslat_t{}{}",
+            if self.at_return { "r" } else { "e" },
+            self.temps
+        )
+    }
+
+    pub fn ret_value(&mut self) -> String {
+        let ty = match self.session.ret {
+            Some(s) => c_int(u32::from(s.size), s.signed),
+            None => "__u64",
+        };
+        let slot = self.session.ret_slot;
+        self.declare("fslat_ret", || {
+            format!("{ty} fslat_ret = ({ty})ctx[{slot}];")
+        })
+    }
+
+    fn param(&mut self, i: usize) -> String {
+        let p = &self.session.params[i];
+        let ty = match p.ty {
+            Ty::Int(s) => c_int(u32::from(s.size), s.signed),
+            Ty::Bool => "__u8",
+            _ => "__u64",
+        };
+        let slot = p.slot;
+        let name = format!("fslat_arg{i}");
+        self.declare(&name, || format!("{ty} {name} = ({ty})ctx[{slot}];"))
+    }
+
+    fn builtin(&mut self, b: Builtin) -> String {
+        match b {
+            Builtin::Tgid => format!("(__u32)({} >> 32)", self.pid_tgid()),
+            Builtin::Pid => format!("(__u32){}", self.pid_tgid()),
+            Builtin::Uid => format!("(__u32){}", self.uid_gid()),
+            Builtin::Gid => format!("(__u32)({} >> 32)", self.uid_gid()),
+            Builtin::Cpu => "bpf_get_smp_processor_id()".into(),
+            Builtin::Cgroup => "bpf_get_current_cgroup_id()".into(),
+            Builtin::Ts => self.start(),
+            Builtin::Latency => {
+                let now = self.declare("fslat_now", || {
+                    "__u64 fslat_now = bpf_ktime_get_ns();".into()
+                });
+                format!("({now} - fslat_start)")
+            }
+            Builtin::Comm => {
+                unreachable!("comm is a string: strings go through string_ref or store")
+            }
+        }
+    }
+
+    fn pid_tgid(&mut self) -> String {
+        self.declare("fslat_pid_tgid", || {
+            "__u64 fslat_pid_tgid = bpf_get_current_pid_tgid();".into()
+        })
+    }
+
+    fn uid_gid(&mut self) -> String {
+        self.declare("fslat_uid_gid", || {
+            "__u64 fslat_uid_gid = bpf_get_current_uid_gid();".into()
+        })
+    }
+
+    /// The entry time: at return it is already known; at entry the clock is read here.
+    fn start(&mut self) -> String {
+        if self.at_return {
+            "fslat_start".into()
+        } else {
+            self.declare("fslat_start", || {
+                "__u64 fslat_start = bpf_ktime_get_ns();".into()
+            })
+        }
+    }
+
+    /// A C expression for a non-string value.
+    pub fn expr(&mut self, e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Int(v) => int_literal(*v),
+            ExprKind::Bool(b) => u8::from(*b).to_string(),
+            ExprKind::Str(_) | ExprKind::Deref(_) => {
+                unreachable!("strings are compared through string_ref")
+            }
+            ExprKind::Builtin(b) => self.builtin(*b),
+            ExprKind::Param(i) => self.param(*i),
+            ExprKind::Ret => self.ret_value(),
+            ExprKind::Read {
+                base, root, path, ..
+            } => {
+                let base = self.pointer(base, root);
+                format!("BPF_CORE_READ({base}, {})", groups(path))
+            }
+            ExprKind::Unary { op, expr } => {
+                let x = self.expr(expr);
+                match op {
+                    UnOp::Neg => format!("(-(__s64)({x}))"),
+                    UnOp::Not => format!("(!({x}))"),
+                    UnOp::BitNot => format!("(~({x}))"),
+                }
+            }
+            ExprKind::Binary {
+                op,
+                lhs,
+                rhs,
+                signed,
+            } => self.binary(*op, lhs, rhs, *signed),
+        }
+    }
+
+    fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, signed: bool) -> String {
+        if matches!(lhs.ty, Ty::Str { .. }) {
+            return self.string_compare(op, lhs, rhs);
+        }
+        let l = self.expr(lhs);
+        let r = self.expr(rhs);
+        let cast = if signed { "__s64" } else { "__u64" };
+        match op {
+            BinOp::And => format!("(({l}) && ({r}))"),
+            BinOp::Or => format!("(({l}) || ({r}))"),
+            BinOp::Eq | BinOp::Ne if lhs.ty == Ty::Bool => {
+                format!("(!!({l}) {} !!({r}))", op.symbol())
+            }
+            BinOp::Div if signed => format!("fslat_sdiv({l}, {r})"),
+            BinOp::Rem if signed => format!("fslat_smod({l}, {r})"),
+            BinOp::Shl | BinOp::Shr => {
+                format!("(({cast})({l}) {} ({r}))", op.symbol())
+            }
+            _ => format!("(({cast})({l}) {} ({cast})({r}))", op.symbol()),
+        }
+    }
+
+    fn string_compare(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr) -> String {
+        let cap = |e: &Expr| match e.ty {
+            Ty::Str { cap } => cap,
+            _ => 1,
+        };
+        let n = cap(lhs).min(cap(rhs));
+        let l = self.string_ref(lhs);
+        let r = self.string_ref(rhs);
+        let neg = if op == BinOp::Ne { "!" } else { "" };
+        format!("{neg}fslat_streq({l}, {r}, {n})")
+    }
+
+    /// A `const char *` to the string `e`: a literal, or a buffer filled here.
+    fn string_ref(&mut self, e: &Expr) -> String {
+        if let ExprKind::Str(bytes) = &e.kind {
+            return c_string(bytes);
+        }
+        let Ty::Str { cap } = e.ty else {
+            unreachable!("string_ref takes strings")
+        };
+        let buf = self.temp();
+        self.lines.push(format!("char {buf}[{cap}];"));
+        let fill = self.fill_string(e, &buf, cap);
+        self.lines.push(fill);
+        buf
+    }
+
+    /// A statement that writes string `e` into `dst` (`cap` bytes).
+    fn fill_string(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
+        match &e.kind {
+            ExprKind::Builtin(Builtin::Comm) => format!("bpf_get_current_comm({dst}, {cap});"),
+            ExprKind::Str(bytes) => {
+                let n = (bytes.len() + 1).min(cap as usize);
+                format!("__builtin_memcpy({dst}, {}, {n});", c_string(bytes))
+            }
+            ExprKind::Deref(ptr) => {
+                let p = self.expr(ptr);
+                format!("fslat_read_str({dst}, {cap}, (const void *){p});")
+            }
+            ExprKind::Read {
+                base,
+                root,
+                path,
+                string,
+            } => {
+                let base = self.pointer(base, root);
+                match string {
+                    // `&dst` so the macro's sizeof sees the whole array.
+                    Some(StringSource::Array) => {
+                        format!("BPF_CORE_READ_STR_INTO(&{dst}, {base}, {});", groups(path))
+                    }
+                    _ => format!(
+                        "fslat_read_str({dst}, {cap}, (const void *)BPF_CORE_READ({base}, {}));",
+                        groups(path)
+                    ),
+                }
+            }
+            _ => unreachable!("only these expressions have string type"),
+        }
+    }
+
+    /// `base` as a typed pointer for CO-RE reads.
+    fn pointer(&mut self, base: &Expr, c_struct: &str) -> String {
+        let p = self.expr(base);
+        format!("(({c_struct} *){p})")
+    }
+
+    /// A statement that stores `e` into the lvalue `dst` of kind `kind`.
+    pub fn store(&mut self, e: &Expr, dst: &str, kind: FieldKind) -> String {
+        match kind {
+            FieldKind::Str { cap } => self.fill_string(e, dst, cap),
+            FieldKind::Bool => format!("{dst} = !!({});", self.expr(e)),
+            _ => format!("{dst} = {};", self.expr(e)),
+        }
+    }
+
+    /// Statements that update aggregation `a` for this call.
+    pub fn aggregate(&mut self, a: &Aggregation) -> Vec<String> {
+        let key = self.temp();
+        let value = self.temp();
+        let mut out = vec![
+            format!("struct fslat_agg_key_{} {key};", a.id),
+            format!("__builtin_memset(&{key}, 0, sizeof({key}));"),
+        ];
+        for (i, k) in a.keys.iter().enumerate() {
+            let before = self.lines.len();
+            let s = self.store(
+                &k.expr,
+                &format!("{key}.{}", super::field_member(i)),
+                k.kind,
+            );
+            out.extend(self.lines.drain(before..));
+            out.push(s);
+        }
+        let (vtype, init, add) = if a.func == AggFunc::Hist {
+            ("struct fslat_hist", None, "fslat_hist_add")
+        } else {
+            (
+                "struct fslat_stat",
+                Some("{ .min = 0x7fffffffffffffffLL, .max = -0x7fffffffffffffffLL - 1 }"),
+                "fslat_stat_add",
+            )
+        };
+        let x = match &a.arg {
+            Some(arg) => {
+                let before = self.lines.len();
+                let x = self.expr(arg);
+                out.extend(self.lines.drain(before..));
+                format!("(__s64)({x})")
+            }
+            None => "0".into(),
+        };
+        out.push(format!(
+            "{vtype} *{value} = bpf_map_lookup_elem(&fslat_agg_{}, &{key});",
+            a.id
+        ));
+        out.push(format!("if (!{value}) {{"));
+        let init = match init {
+            Some(init) => {
+                out.push(format!("\t{vtype} fslat_init = {init};"));
+                "&fslat_init"
+            }
+            None => "&fslat_hist_zero",
+        };
+        out.push(format!(
+            "\tbpf_map_update_elem(&fslat_agg_{}, &{key}, {init}, BPF_NOEXIST);",
+            a.id
+        ));
+        out.push(format!(
+            "\t{value} = bpf_map_lookup_elem(&fslat_agg_{}, &{key});",
+            a.id
+        ));
+        out.push("}".into());
+        out.push(format!("if ({value})"));
+        out.push(format!("\t{add}({value}, {x});"));
+        out.push("else".into());
+        out.push("\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into());
+        // Each aggregation gets its own scope: the key and value names are per block.
+        let mut block = vec!["{".to_string()];
+        block.extend(out.into_iter().map(|l| format!("\t{l}")));
+        block.push("}".into());
+        block
+    }
+}
+
+fn groups(path: &[Vec<String>]) -> String {
+    path.iter()
+        .map(|g| g.join("."))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+pub fn int_literal(v: i128) -> String {
+    if v == i128::from(i64::MIN) {
+        "(-0x7fffffffffffffffLL - 1)".into()
+    } else if v < 0 {
+        format!("({v}LL)")
+    } else {
+        format!("{v}ULL")
+    }
+}
+
+/// A C string literal for arbitrary bytes: printable ASCII as is, the rest as octal
+/// escapes (which, unlike `\x`, cannot swallow the characters after them).
+pub fn c_string(bytes: &[u8]) -> String {
+    let mut s = String::from("\"");
+    for &b in bytes {
+        match b {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'?' => s.push_str("\\?"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    s.push('"');
+    s
+}

@@ -1,0 +1,332 @@
+//! Everything fslat says about a script: one `Diagnostic` type, all wording in
+//! `DiagKind::message`, rendered once with the source line and a caret.
+
+use crate::syntax::ast::Span;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    pub span: Span,
+    pub kind: DiagKind,
+    pub hints: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum DiagKind {
+    Syntax {
+        expected: Vec<&'static str>,
+    },
+    EmptyScript,
+    IntegerTooLarge,
+    DurationTooLarge,
+    BadEscape(String),
+    NulInString,
+    UnknownFunction {
+        name: String,
+    },
+    UnknownName {
+        name: String,
+    },
+    UnknownCall {
+        name: String,
+    },
+    RetOfVoid {
+        func: String,
+    },
+    ArgOutOfRange {
+        name: String,
+        count: usize,
+    },
+    NoSuchField {
+        field: String,
+        ty: String,
+    },
+    ArrowOnValue {
+        ty: String,
+    },
+    DotOnPointer {
+        ty: String,
+    },
+    NotAStruct {
+        ty: String,
+    },
+    Bitfield {
+        field: String,
+    },
+    Unreadable {
+        ty: String,
+    },
+    DurationVsInteger,
+    Mismatch {
+        op: &'static str,
+        lhs: String,
+        rhs: String,
+    },
+    StringOperator {
+        op: &'static str,
+    },
+    UnsignedVsNegative {
+        ty: String,
+    },
+    UnsignedTautology {
+        ty: String,
+        always: bool,
+    },
+    StructValue {
+        ty: String,
+    },
+    NeedsName,
+    DuplicateField {
+        name: String,
+    },
+    WrongArgCount {
+        func: String,
+        expected: usize,
+        found: usize,
+    },
+    BadArgType {
+        func: String,
+        expected: &'static str,
+        found: String,
+    },
+    DivisionByZero,
+    NotCondition {
+        ty: String,
+    },
+    StringTooLong {
+        len: usize,
+        cap: u32,
+    },
+    BadKey {
+        ty: String,
+    },
+    TooManyKeys,
+    TwoEmits,
+    ByValueStruct {
+        ty: String,
+    },
+}
+
+impl DiagKind {
+    /// The one-line headline. Every word fslat says about a script is here.
+    pub fn message(&self) -> String {
+        use DiagKind::*;
+        match self {
+            Syntax { expected } if expected.is_empty() => "this is not valid fslat syntax".into(),
+            Syntax { expected } => format!("expected {} here", one_of(expected)),
+            EmptyScript => "the script has no `session`".into(),
+            IntegerTooLarge => "this number does not fit in 64 bits".into(),
+            DurationTooLarge => "this duration is longer than 2^64 nanoseconds".into(),
+            BadEscape(e) => format!("unknown escape `{e}` in a string"),
+            NulInString => "a string cannot contain a NUL byte (`\\x00`)".into(),
+            UnknownFunction { name } => {
+                format!("`{name}` is not a traceable kernel function (no BTF for it)")
+            }
+            UnknownName { name } => format!("unknown name `{name}`"),
+            UnknownCall { name } => format!("unknown function `{name}()`"),
+            RetOfVoid { func } => format!("`{func}` returns void: there is no `ret`"),
+            ArgOutOfRange { name, count } => {
+                format!("`{name}` does not exist: the function has {count} parameter(s)")
+            }
+            NoSuchField { field, ty } => format!("`{ty}` has no field `{field}`"),
+            ArrowOnValue { ty } => format!("`->` needs a pointer, but this is `{ty}`"),
+            DotOnPointer { ty } => format!("`.` needs a struct, but this is a pointer (`{ty}`)"),
+            NotAStruct { ty } => format!("`{ty}` has no fields"),
+            Bitfield { field } => format!("`{field}` is a bitfield, which fslat cannot read yet"),
+            Unreadable { ty } => format!("fslat cannot read a value of type `{ty}`"),
+            DurationVsInteger => "a duration can only be compared with a duration".into(),
+            Mismatch { op, lhs, rhs } => format!("`{op}` cannot combine {lhs} with {rhs}"),
+            StringOperator { op } => {
+                format!("strings can only be compared with `==` and `!=`, not `{op}`")
+            }
+            UnsignedVsNegative { ty } => {
+                format!("this value is unsigned (`{ty}`): it is never negative")
+            }
+            UnsignedTautology { ty, always } => {
+                format!("this comparison is always {always}: the value is unsigned (`{ty}`)")
+            }
+            StructValue { ty } => format!("`{ty}` is a whole struct; pick one of its fields"),
+            NeedsName => "this field needs a name: add `as NAME`".into(),
+            DuplicateField { name } => format!("the event already has a field `{name}`"),
+            WrongArgCount {
+                func,
+                expected,
+                found,
+            } => format!("`{func}()` takes {expected} argument(s), not {found}"),
+            BadArgType {
+                func,
+                expected,
+                found,
+            } => format!("`{func}()` needs {expected}, not {found}"),
+            DivisionByZero => "division by zero".into(),
+            NotCondition { ty } => format!("a condition must be true or false, not {ty}"),
+            StringTooLong { len, cap } => format!(
+                "this string has {len} bytes but the value compared holds at most {}: it can never match",
+                cap.saturating_sub(1)
+            ),
+            BadKey { ty } => format!("{ty} cannot be an aggregation key"),
+            TooManyKeys => "at most 4 keys may follow `by`".into(),
+            TwoEmits => "a session has one `emit`; put all the fields in it".into(),
+            ByValueStruct { ty } => {
+                format!(
+                    "this parameter is a struct passed by value (`{ty}`); fslat reads fields through pointers only"
+                )
+            }
+        }
+    }
+}
+
+fn one_of(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [init @ .., last] => format!("{} or {}", init.join(", "), last),
+    }
+}
+
+impl Diagnostic {
+    pub fn new(span: Span, kind: DiagKind) -> Self {
+        Diagnostic {
+            span,
+            kind,
+            hints: Vec::new(),
+        }
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hints.push(hint.into());
+        self
+    }
+}
+
+/// Where the script came from, for `file:line:col`.
+pub struct Source<'a> {
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+/// Renders diagnostics the one way fslat shows them:
+///
+/// ```text
+/// error: unknown name `latncy`
+///  --> slow.fsl:1:37
+///   |
+/// 1 | session vfs_read where tgid == 1 and latncy > 10ms
+///   |                                      ^^^^^^
+///   = hint: did you mean `latency`?
+/// ```
+pub fn render(source: &Source, diags: &[Diagnostic], color: bool) -> String {
+    let (red, blue, bold, reset) = if color {
+        ("\x1b[1;31m", "\x1b[1;34m", "\x1b[1m", "\x1b[0m")
+    } else {
+        ("", "", "", "")
+    };
+    let mut out = String::new();
+    for d in diags {
+        let start = d.span.start.min(source.text.len());
+        let end = d.span.end.clamp(start, source.text.len());
+        let line_start = source.text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = source.text[start..]
+            .find('\n')
+            .map_or(source.text.len(), |i| start + i);
+        let line_no = source.text[..start].matches('\n').count() + 1;
+        let col = source.text[line_start..start].chars().count() + 1;
+        let line = &source.text[line_start..line_end];
+        let width = source.text[start..end.min(line_end)].chars().count().max(1);
+        let gutter = line_no.to_string().len();
+        let pad = " ".repeat(gutter);
+        let _ = writeln!(out, "{red}error{reset}{bold}: {}{reset}", d.kind.message());
+        let _ = writeln!(out, "{pad}{blue}-->{reset} {}:{line_no}:{col}", source.name);
+        let _ = writeln!(out, "{pad} {blue}|{reset}");
+        let _ = writeln!(
+            out,
+            "{blue}{line_no}{reset} {blue}|{reset} {}",
+            printable(line)
+        );
+        let _ = writeln!(
+            out,
+            "{pad} {blue}|{reset} {}{red}{}{reset}",
+            " ".repeat(col - 1),
+            "^".repeat(width)
+        );
+        for h in &d.hints {
+            let _ = writeln!(out, "{pad} {blue}={reset} hint: {h}");
+        }
+    }
+    out
+}
+
+/// Tabs and control characters would misplace the caret.
+fn printable(line: &str) -> String {
+    line.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// The closest candidates to `name`, best first, for "did you mean" hints.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let limit = (name.len() / 3).max(1) + 1;
+    let mut scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .filter(|c| c.len().abs_diff(name.len()) <= limit)
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .collect();
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// Optimal string alignment distance: `raed` for `read` is one mistake, not two.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_transposed_function_name() {
+        let names = ["vfs_read", "vfs_write", "vfs_readv", "kernel_read"];
+        assert_eq!(closest("vfs_raed", names)[0], "vfs_read");
+    }
+
+    #[test]
+    fn renders_caret_under_span() {
+        let src = Source {
+            name: "t.fsl",
+            text: "session vfs_read where latncy > 1ms",
+        };
+        let d = Diagnostic::new(
+            23..29,
+            DiagKind::UnknownName {
+                name: "latncy".into(),
+            },
+        )
+        .hint("did you mean `latency`?");
+        let text = render(&src, &[d], false);
+        assert_eq!(
+            text,
+            "error: unknown name `latncy`\n --> t.fsl:1:24\n  |\n1 | session vfs_read where latncy > 1ms\n  |                        ^^^^^^\n  = hint: did you mean `latency`?\n"
+        );
+    }
+}

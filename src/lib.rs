@@ -1,0 +1,36 @@
+//! fslat: a tracing language for kernel function latency.
+//!
+//! The pipeline, one stage per module, data flowing one way:
+//!
+//! ```text
+//! script text ─syntax::parse→ AST ─check::check→ checked program ─codegen::generate→ C
+//!   ─build::Compiler::compile→ BPF object ─runtime::run→ events ─output→ text / JSON
+//! ```
+
+pub mod btf;
+pub mod build;
+pub mod check;
+pub mod cli;
+pub mod codegen;
+pub mod diag;
+pub mod output;
+pub mod runtime;
+pub mod syntax;
+
+use btf::KernelTypes;
+use check::program::Program;
+use codegen::Mode;
+use diag::Diagnostic;
+
+/// Script text to checked program and C: everything about a script that needs no kernel
+/// beyond its types.
+pub fn compile(
+    source: &str,
+    kernel: &dyn KernelTypes,
+    mode: Mode,
+) -> Result<(Program, String), Vec<Diagnostic>> {
+    let ast = syntax::parse(source)?;
+    let program = check::check(&ast, source, kernel)?;
+    let c = codegen::generate(&program, mode);
+    Ok((program, c))
+}

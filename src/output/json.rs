@@ -1,0 +1,131 @@
+//! JSON lines: one object per event, summary and aggregation, with `"type"`. Durations
+//! are integer nanoseconds in fields named `*_ns`.
+
+use super::{AggResult, AggValue, Summary, Value, Writer};
+use serde_json::{Map, Value as Json, json};
+use std::io::{self, Write};
+
+pub struct JsonWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> JsonWriter<W> {
+    pub fn new(out: W) -> Self {
+        JsonWriter { out }
+    }
+
+    fn line(&mut self, v: &Json) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, v)?;
+        self.out.write_all(b"\n")
+    }
+}
+
+fn key(name: &str, v: &Value) -> String {
+    match v {
+        Value::Duration(_) => format!("{name}_ns"),
+        _ => name.to_string(),
+    }
+}
+
+fn json_value(v: &Value) -> Json {
+    match v {
+        Value::Unsigned(n) | Value::Duration(n) => json!(n),
+        Value::Signed(n) => json!(n),
+        Value::Bool(b) => json!(b),
+        Value::Ptr(p) => json!(format!("0x{p:x}")),
+        Value::Str(s) => json!(String::from_utf8_lossy(s)),
+    }
+}
+
+impl<W: Write> Writer for JsonWriter<W> {
+    fn event(&mut self, session: &str, fields: &[(&str, Value)]) -> io::Result<()> {
+        let mut f = Map::new();
+        for (name, v) in fields {
+            f.insert(key(name, v), json_value(v));
+        }
+        self.line(&json!({"type": "event", "session": session, "fields": f}))
+    }
+
+    fn summary(&mut self, s: &Summary) -> io::Result<()> {
+        let mut v = json!({
+            "type": "summary",
+            "session": s.label,
+            "mode": s.mode,
+            "calls": s.calls,
+            "matched": s.matched,
+            "errors": s.errors,
+            "dropped": s.dropped,
+            "events": s.events,
+            "unpaired": s.unpaired,
+        });
+        if let Some(lost) = s.agg_lost {
+            v["agg_lost"] = json!(lost);
+        }
+        self.line(&v)
+    }
+
+    fn aggregation(&mut self, a: &AggResult) -> io::Result<()> {
+        let kind = if matches!(a.func, crate::syntax::ast::AggFunc::Hist) {
+            "hist"
+        } else {
+            "count"
+        };
+        let rows: Vec<Json> = a
+            .rows
+            .iter()
+            .map(|r| {
+                let mut keys = Map::new();
+                for (n, v) in a.key_names.iter().zip(&r.keys) {
+                    keys.insert(key(n, v), json_value(v));
+                }
+                let value_key = if a.duration { "value_ns" } else { "value" };
+                match &r.value {
+                    AggValue::Number(n) => json!({"keys": keys, value_key: n}),
+                    AggValue::Hist(slots) => {
+                        let buckets: Vec<Json> = slots
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| **c > 0)
+                            .map(|(i, c)| {
+                                let (lo, hi) = bounds(i);
+                                let (lk, hk) = if a.duration {
+                                    ("min_ns", "max_ns")
+                                } else {
+                                    ("min", "max")
+                                };
+                                json!({lk: lo, hk: hi, "count": c})
+                            })
+                            .collect();
+                        json!({"keys": keys, "buckets": buckets})
+                    }
+                }
+            })
+            .collect();
+        self.line(&json!({
+            "type": kind,
+            "session": a.session,
+            "function": a.func.name(),
+            "title": a.title,
+            "rows": rows,
+        }))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Inclusive bounds of a histogram slot; `null` where unbounded.
+fn bounds(i: usize) -> (Json, Json) {
+    match i {
+        0 => (Json::Null, json!(-1)),
+        1 => (json!(0), json!(0)),
+        i => {
+            let lo = 1u64 << (i - 2);
+            (
+                json!(lo),
+                lo.checked_mul(2).map_or(Json::Null, |h| json!(h - 1)),
+            )
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Stage 6: raw records → events → text or JSON. The decoder reads each record by its
+//! session's `EventSchema` from the checked program, the same schema codegen rendered the
+//! C struct from.
+
+mod json;
+mod text;
+
+pub use json::JsonWriter;
+pub use text::TextWriter;
+
+use crate::check::program::{EventSchema, FieldKind, Program};
+use std::io;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Unsigned(u64),
+    Signed(i64),
+    Bool(bool),
+    /// Nanoseconds.
+    Duration(u64),
+    Str(Vec<u8>),
+    Ptr(u64),
+}
+
+/// Per-session figures at the end of a run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub label: String,
+    pub mode: &'static str,
+    pub calls: u64,
+    pub matched: u64,
+    pub errors: u64,
+    pub dropped: u64,
+    pub events: u64,
+    pub unpaired: u64,
+    /// `None` when the session has no aggregations.
+    pub agg_lost: Option<u64>,
+}
+
+/// One aggregation's result: rows of (key values, value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggResult {
+    pub session: String,
+    pub title: String,
+    pub func: crate::syntax::ast::AggFunc,
+    pub duration: bool,
+    pub key_names: Vec<String>,
+    pub rows: Vec<AggRow>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggRow {
+    pub keys: Vec<Value>,
+    pub value: AggValue,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AggValue {
+    /// count, sum, min, max, avg: the one number asked for (avg rounded down).
+    Number(i64),
+    /// hist: slots as in fslat.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)).
+    Hist(Vec<u64>),
+}
+
+/// Where decoded output goes: text lines or JSON lines.
+pub trait Writer {
+    fn event(&mut self, session: &str, fields: &[(&str, Value)]) -> io::Result<()>;
+    fn summary(&mut self, s: &Summary) -> io::Result<()>;
+    fn aggregation(&mut self, a: &AggResult) -> io::Result<()>;
+    fn flush(&mut self) -> io::Result<()>;
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum DecodeError {
+    #[error("record of {0} bytes is too short to hold a session id")]
+    Short(usize),
+    #[error("record names session {0}, which does not emit")]
+    UnknownSession(u32),
+    #[error("record for session {session} has {got} bytes, expected {want}")]
+    Size {
+        session: String,
+        got: usize,
+        want: u32,
+    },
+}
+
+/// A decoded record: its session's schema and the field values in schema order.
+pub type Decoded<'p> = (&'p EventSchema, Vec<(&'p str, Value)>);
+
+/// Decodes ring buffer records of one program.
+pub struct Decoder<'p> {
+    schemas: Vec<Option<&'p EventSchema>>,
+}
+
+impl<'p> Decoder<'p> {
+    pub fn new(program: &'p Program) -> Self {
+        Decoder {
+            schemas: program.sessions.iter().map(|s| s.event.as_ref()).collect(),
+        }
+    }
+
+    /// The session and field values of a record.
+    pub fn decode(
+        &self,
+        record: &[u8],
+    ) -> Result<Decoded<'p>, DecodeError> {
+        let id = u32::from_ne_bytes(
+            record
+                .get(..4)
+                .and_then(|b| b.try_into().ok())
+                .ok_or(DecodeError::Short(record.len()))?,
+        );
+        let schema = self
+            .schemas
+            .get(id as usize)
+            .copied()
+            .flatten()
+            .ok_or(DecodeError::UnknownSession(id))?;
+        if record.len() != schema.size as usize {
+            return Err(DecodeError::Size {
+                session: schema.session.clone(),
+                got: record.len(),
+                want: schema.size,
+            });
+        }
+        let values = schema
+            .fields
+            .iter()
+            .map(|f| {
+                let at = f.offset as usize;
+                (
+                    f.name.as_str(),
+                    read_value(&record[at..at + f.kind.size() as usize], f.kind),
+                )
+            })
+            .collect();
+        Ok((schema, values))
+    }
+}
+
+/// A value of `kind` from exactly its bytes (native endian, as the kernel wrote it).
+pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value {
+    let unsigned = || {
+        let mut b = [0u8; 8];
+        b[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
+        u64::from_ne_bytes(b)
+    };
+    match kind {
+        FieldKind::Int(s) if s.signed => {
+            let v = unsigned();
+            let shift = 64 - u32::from(s.size) * 8;
+            Value::Signed(((v << shift) as i64) >> shift)
+        }
+        FieldKind::Int(_) => Value::Unsigned(unsigned()),
+        FieldKind::Bool => Value::Bool(bytes[0] != 0),
+        FieldKind::Duration => Value::Duration(unsigned()),
+        FieldKind::Ptr => Value::Ptr(unsigned()),
+        FieldKind::Str { .. } => {
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            Value::Str(bytes[..end].to_vec())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,208 @@
+//! The text format (docs/language.md, "Output"): one line per event and per summary,
+//! `KEY=VALUE` pairs, strings quoted only when they need it, durations in microseconds.
+
+use super::{AggResult, AggValue, Summary, Value, Writer};
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+pub struct TextWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> TextWriter<W> {
+    pub fn new(out: W) -> Self {
+        TextWriter { out }
+    }
+}
+
+/// A value as text. Durations are whole microseconds (`50160us`); strings are bare when
+/// they are made of letters, digits and `._-/:@+,`, quoted with C escapes otherwise.
+pub fn format_value(v: &Value) -> String {
+    match v {
+        Value::Unsigned(n) => n.to_string(),
+        Value::Signed(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Duration(ns) => format!("{}us", ns / 1000),
+        Value::Ptr(p) => format!("0x{p:x}"),
+        Value::Str(s) => format_string(s),
+    }
+}
+
+pub fn format_string(s: &[u8]) -> String {
+    let bare = !s.is_empty()
+        && s.iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b"._-/:@+,".contains(&b));
+    if bare {
+        return String::from_utf8_lossy(s).into_owned();
+    }
+    let mut out = String::from("\"");
+    let text = String::from_utf8_lossy(s);
+    if text.contains('\u{fffd}') {
+        // Not UTF-8: escape every byte outside printable ASCII.
+        for &b in s {
+            push_escaped(&mut out, b as char, b);
+        }
+    } else {
+        for c in text.chars() {
+            push_escaped(&mut out, c, c as u32 as u8);
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn push_escaped(out: &mut String, c: char, byte: u8) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\t' => out.push_str("\\t"),
+        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+            let _ = write!(out, "\\x{:02x}", c as u32);
+        }
+        c if (c as u32) < 0x80 => out.push(c),
+        // Non-ASCII: kept when the string is UTF-8 (c is a real char), else escaped.
+        c if c as u32 == byte as u32 && (byte as u32) >= 0x80 => {
+            let _ = write!(out, "\\x{byte:02x}");
+        }
+        c => out.push(c),
+    }
+}
+
+/// A duration for a histogram bound: `0`, `512ns`, `16us`, `4ms`, `2s`.
+pub fn human_duration(ns: u64) -> String {
+    for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns >= scale && ns.is_multiple_of(scale) {
+            return format!("{}{unit}", ns / scale);
+        }
+    }
+    if ns >= 1_000_000_000 {
+        return format!("{:.1}s", ns as f64 / 1e9);
+    }
+    if ns >= 1_000_000 {
+        return format!("{:.1}ms", ns as f64 / 1e6);
+    }
+    if ns >= 1000 {
+        return format!("{:.1}us", ns as f64 / 1e3);
+    }
+    format!("{ns}ns")
+}
+
+fn human_count(n: u64) -> String {
+    for (unit, scale) in [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
+        if n >= scale && n.is_multiple_of(scale) {
+            return format!("{}{unit}", n / scale);
+        }
+    }
+    n.to_string()
+}
+
+/// The bounds of histogram slot `i`, as `[lo, hi)` text.
+pub fn slot_bounds(i: usize, duration: bool) -> String {
+    let fmt = |v: u64| {
+        if duration {
+            human_duration(v)
+        } else {
+            human_count(v)
+        }
+    };
+    match i {
+        0 => "(..., 0)".into(),
+        1 => "[0]".into(),
+        i => {
+            let lo = 1u64 << (i - 2);
+            let hi = lo.checked_mul(2);
+            format!("[{}, {})", fmt(lo), hi.map_or_else(|| "...".into(), fmt))
+        }
+    }
+}
+
+impl<W: Write> Writer for TextWriter<W> {
+    fn event(&mut self, session: &str, fields: &[(&str, Value)]) -> io::Result<()> {
+        let mut line = format!("EVENT {session}");
+        for (name, v) in fields {
+            let _ = write!(line, " {name}={}", format_value(v));
+        }
+        line.push('\n');
+        self.out.write_all(line.as_bytes())
+    }
+
+    fn summary(&mut self, s: &Summary) -> io::Result<()> {
+        let mut line = format!(
+            "SUMMARY {} mode={} calls={} matched={} errors={} dropped={} events={} unpaired={}",
+            s.label, s.mode, s.calls, s.matched, s.errors, s.dropped, s.events, s.unpaired
+        );
+        if let Some(lost) = s.agg_lost {
+            let _ = write!(line, " agg_lost={lost}");
+        }
+        line.push('\n');
+        self.out.write_all(line.as_bytes())
+    }
+
+    fn aggregation(&mut self, a: &AggResult) -> io::Result<()> {
+        let mut text = String::new();
+        let _ = writeln!(text, "{} {}:", a.session, a.title);
+        if a.rows.is_empty() {
+            text.push_str("  (no calls)\n");
+        }
+        let value = |n: i64| {
+            if a.duration {
+                format_value(&Value::Duration(n.max(0) as u64))
+            } else {
+                n.to_string()
+            }
+        };
+        for row in &a.rows {
+            let keys: Vec<String> = a
+                .key_names
+                .iter()
+                .zip(&row.keys)
+                .map(|(k, v)| format!("{k}={}", format_value(v)))
+                .collect();
+            match &row.value {
+                AggValue::Number(n) => {
+                    let _ = writeln!(
+                        text,
+                        "  {}{}{}",
+                        keys.join(" "),
+                        if keys.is_empty() { "" } else { " " },
+                        value(*n)
+                    );
+                }
+                AggValue::Hist(slots) => {
+                    if !keys.is_empty() {
+                        let _ = writeln!(text, "  {}", keys.join(" "));
+                    }
+                    text.push_str(&hist_lines(slots, a.duration));
+                }
+            }
+        }
+        self.out.write_all(text.as_bytes())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// bpftrace-style bars between the first and last non-empty slot.
+fn hist_lines(slots: &[u64], duration: bool) -> String {
+    let mut out = String::new();
+    let Some(first) = slots.iter().position(|&c| c > 0) else {
+        return "    (empty)\n".into();
+    };
+    let last = slots.iter().rposition(|&c| c > 0).unwrap_or(first);
+    let max = slots.iter().copied().max().unwrap_or(1).max(1);
+    let labels: Vec<String> = (first..=last).map(|i| slot_bounds(i, duration)).collect();
+    let width = labels.iter().map(String::len).max().unwrap_or(0);
+    for (label, i) in labels.iter().zip(first..=last) {
+        let n = slots[i];
+        let bar = (n * 52).div_ceil(max) as usize;
+        let _ = writeln!(
+            out,
+            "    {label:<width$} {n:>8} |{:<52}|",
+            "@".repeat(if n == 0 { 0 } else { bar.max(1) })
+        );
+    }
+    out
+}

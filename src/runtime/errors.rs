@@ -1,0 +1,167 @@
+//! Why a run failed, in words that say what to do. libbpf's own log is kept so the
+//! verifier's verdict can be summarised (or shown whole with -v).
+
+use crate::check::program::Program;
+use libbpf_rs::PrintLevel;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error("{what} failed: {source}")]
+    Libbpf {
+        what: &'static str,
+        source: libbpf_rs::Error,
+    },
+    #[error(
+        "the kernel refused to load the BPF program: permission denied.\n  fslat needs root (or the CAP_BPF and CAP_PERFMON capabilities): run it with sudo."
+    )]
+    NotPrivileged,
+    #[error(
+        "the kernel refused to load the BPF program although fslat runs as root (EPERM).\n  This kernel forbids function tracing (lockdown, or ftrace disabled); fentry, fexit and fsession programs cannot run here.\n  Run `fslat doctor` to check the machine, or try fslat in a VM (tests/vm/run -- fslat ...)."
+    )]
+    TracingForbidden,
+    #[error(
+        "this kernel has no fsession support (Linux 7.0+): {detail}\n  Use --mode fentry (or the default --mode auto)."
+    )]
+    NoFsession { detail: String },
+    #[error(
+        "the kernel's verifier rejected the program for {session}: {summary}\n  This is a bug in fslat; run with -v to see the verifier's log and report it with the script."
+    )]
+    Verifier { session: String, summary: String },
+    #[error(
+        "cannot attach to `{func}`: {source}\n  The function may be inlined, `notrace`, or on the kernel's deny list; `fslat -l '{func}'` shows whether it is traceable."
+    )]
+    Attach {
+        func: String,
+        source: libbpf_rs::Error,
+    },
+    #[error("cannot write the output: {0}")]
+    Output(std::io::Error),
+    #[error("the BPF object has no {0}: this is a bug in fslat")]
+    Missing(&'static str),
+}
+
+impl RuntimeError {
+    pub fn libbpf(what: &'static str) -> impl Fn(libbpf_rs::Error) -> RuntimeError {
+        move |source| RuntimeError::Libbpf { what, source }
+    }
+}
+
+static VERBOSE: AtomicBool = AtomicBool::new(false);
+static LOG: Mutex<String> = Mutex::new(String::new());
+
+fn print(level: PrintLevel, msg: String) {
+    if VERBOSE.load(Ordering::Relaxed) {
+        eprint!("{msg}");
+    } else if level != PrintLevel::Debug
+        && let Ok(mut log) = LOG.lock()
+    {
+        log.push_str(&msg);
+    }
+}
+
+/// Routes libbpf's messages: to stderr with -v, else into a buffer for error summaries.
+pub fn capture_libbpf_log(verbose: bool) {
+    VERBOSE.store(verbose, Ordering::Relaxed);
+    if let Ok(mut log) = LOG.lock() {
+        log.clear();
+    }
+    libbpf_rs::set_print(Some((
+        if verbose {
+            PrintLevel::Debug
+        } else {
+            PrintLevel::Info
+        },
+        print,
+    )));
+}
+
+fn log() -> String {
+    LOG.lock().map(|l| l.clone()).unwrap_or_default()
+}
+
+fn errno(e: &libbpf_rs::Error) -> i32 {
+    use libbpf_rs::ErrorKind::*;
+    match e.kind() {
+        PermissionDenied => libc::EPERM,
+        InvalidInput => libc::EINVAL,
+        NotFound => libc::ENOENT,
+        _ => 0,
+    }
+}
+
+pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
+    let log = log();
+    if errno(&e) == libc::EPERM || log.contains("Operation not permitted") {
+        // SAFETY: geteuid has no preconditions.
+        return if unsafe { libc::geteuid() } != 0 {
+            RuntimeError::NotPrivileged
+        } else {
+            RuntimeError::TracingForbidden
+        };
+    }
+    if log.contains("bpf_session_cookie") || log.contains("bpf_session_is_return") {
+        return RuntimeError::NoFsession {
+            detail: "the kfuncs bpf_session_cookie/bpf_session_is_return are missing".into(),
+        };
+    }
+    if log.contains("fsession") && errno(&e) == libc::EINVAL && !log.contains("processed") {
+        return RuntimeError::NoFsession {
+            detail: "the kernel does not know fsession programs".into(),
+        };
+    }
+    if log.contains("processed") || log.contains("verifier") || log.contains("R0") {
+        let session = log
+            .lines()
+            .find_map(|l| {
+                l.split("prog '")
+                    .nth(1)?
+                    .split('\'')
+                    .next()
+                    .map(String::from)
+            })
+            .map(|p| session_of_prog(program, &p))
+            .unwrap_or_else(|| "a session".into());
+        let summary = log
+            .lines()
+            .rev()
+            .find(|l| {
+                let l = l.trim();
+                !l.is_empty()
+                    && !l.starts_with("processed")
+                    && !l.starts_with("libbpf:")
+                    && !l.starts_with("-- END")
+            })
+            .unwrap_or("no reason given")
+            .trim()
+            .to_string();
+        return RuntimeError::Verifier { session, summary };
+    }
+    RuntimeError::Libbpf {
+        what: "loading the BPF program",
+        source: e,
+    }
+}
+
+/// `fslat_session_0` / `fslat_entry_0` → the session's label.
+fn session_of_prog(program: &Program, prog: &str) -> String {
+    prog.rsplit('_')
+        .next()
+        .and_then(|i| i.parse::<usize>().ok())
+        .and_then(|i| program.sessions.get(i))
+        .map_or_else(|| prog.to_string(), |s| s.label.clone())
+}
+
+pub fn attach_error(e: libbpf_rs::Error, program: &Program, prog: &str) -> RuntimeError {
+    if errno(&e) == libc::EPERM {
+        return RuntimeError::TracingForbidden;
+    }
+    let label = session_of_prog(program, prog);
+    let func = program
+        .sessions
+        .iter()
+        .find(|s| s.label == label)
+        .map_or(label, |s| s.func.clone());
+    RuntimeError::Attach { func, source: e }
+}

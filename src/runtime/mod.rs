@@ -1,0 +1,272 @@
+//! Stage 5: a BPF object → a running session. Opens the object, writes the settings,
+//! loads, attaches, streams events to a writer until the deadline or a signal, then, in
+//! this order: detaches every program, drains the ring buffer, reads the counters.
+
+mod errors;
+pub mod signals;
+
+pub use errors::RuntimeError;
+
+use crate::check::program::{Aggregation, Program};
+use crate::codegen::Mode;
+use crate::output::{AggResult, AggRow, AggValue, Decoder, Summary, Writer, read_value};
+use crate::syntax::ast::AggFunc;
+use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, RingBufferBuilder};
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+/// What the command line can change without recompiling.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub mode: Mode,
+    /// 0: every process.
+    pub target_tgid: u32,
+    pub duration: Option<Duration>,
+    /// Ring buffer size in bytes (a power of two, at least a page).
+    pub ring_size: u32,
+    pub verbose: bool,
+}
+
+pub const DEFAULT_RING_SIZE: u32 = 256 * 1024;
+
+/// What a finished run found, for callers that check it (tests, the REPL).
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    pub summaries: Vec<Summary>,
+    /// Records that did not match their schema (never printed).
+    pub bad_records: u64,
+}
+
+/// Loads `object` (compiled from `program`), runs it, and writes events, summaries and
+/// aggregations to `out`. `attached` is called once every program is attached;
+/// `keep_going` is polled to end the run early (signals, a child that exited).
+pub fn run(
+    program: &Program,
+    object: &[u8],
+    settings: &Settings,
+    out: &mut dyn Writer,
+    attached: &mut dyn FnMut(),
+    keep_going: &mut dyn FnMut() -> bool,
+) -> Result<Outcome, RuntimeError> {
+    errors::capture_libbpf_log(settings.verbose);
+    let mut open = ObjectBuilder::default()
+        .name("fslat")
+        .map_err(RuntimeError::libbpf("naming the object"))?
+        .open_memory(object)
+        .map_err(RuntimeError::libbpf("opening the BPF object"))?;
+    for mut map in open.maps_mut() {
+        let name = map.name().to_string_lossy().into_owned();
+        if name == ".rodata.fslat" {
+            if let Some(data) = map.initial_value_mut() {
+                data[..4].copy_from_slice(&settings.target_tgid.to_ne_bytes());
+            }
+        } else if name == "fslat_events" {
+            map.set_max_entries(settings.ring_size)
+                .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;
+        }
+    }
+    let obj = open.load().map_err(|e| errors::load_error(e, program))?;
+
+    let mut links = Vec::new();
+    for prog in obj.progs_mut() {
+        let link = prog
+            .attach()
+            .map_err(|e| errors::attach_error(e, program, &prog.name().to_string_lossy()))?;
+        links.push(link);
+    }
+
+    let decoder = Decoder::new(program);
+    let state = RefCell::new(State {
+        out,
+        events: vec![0; program.sessions.len()],
+        bad: 0,
+        io: None,
+    });
+    let ring = match obj.maps().find(|m| m.name() == "fslat_events") {
+        Some(map) => {
+            let mut b = RingBufferBuilder::new();
+            b.add(&map, |record: &[u8]| {
+                let mut st = state.borrow_mut();
+                match decoder.decode(record) {
+                    Ok((schema, fields)) => {
+                        st.events[schema.id as usize] += 1;
+                        if let Err(e) = st.out.event(&schema.session, &fields) {
+                            st.io.get_or_insert(e);
+                            return -1;
+                        }
+                    }
+                    Err(_) => st.bad += 1,
+                }
+                0
+            })
+            .map_err(RuntimeError::libbpf("reading the ring buffer"))?;
+            Some(
+                b.build()
+                    .map_err(RuntimeError::libbpf("reading the ring buffer"))?,
+            )
+        }
+        None => None,
+    };
+
+    attached();
+    let deadline = settings.duration.map(|d| Instant::now() + d);
+    while keep_going() {
+        let mut wait = Duration::from_millis(100);
+        if let Some(end) = deadline {
+            let now = Instant::now();
+            if now >= end {
+                break;
+            }
+            wait = wait.min(end - now);
+        }
+        match &ring {
+            // EINTR (a signal) comes back as an error: the loop re-checks keep_going.
+            Some(r) => {
+                let _ = r.poll(wait);
+            }
+            None => std::thread::sleep(wait),
+        }
+        if let Some(e) = state.borrow_mut().io.take() {
+            return Err(RuntimeError::Output(e));
+        }
+    }
+
+    // Stop producing, deliver what was produced, then count: in this order the
+    // counters and the events describe the same calls.
+    drop(links);
+    if let Some(r) = &ring {
+        r.consume()
+            .map_err(RuntimeError::libbpf("draining the ring buffer"))?;
+    }
+    drop(ring);
+    let State {
+        out,
+        events,
+        bad,
+        io,
+        ..
+    } = state.into_inner();
+    if let Some(e) = io {
+        return Err(RuntimeError::Output(e));
+    }
+
+    let counters = obj
+        .maps()
+        .find(|m| m.name() == "fslat_counters")
+        .ok_or(RuntimeError::Missing("fslat_counters"))?;
+    let mut outcome = Outcome {
+        summaries: Vec::new(),
+        bad_records: bad,
+    };
+    for s in &program.sessions {
+        let key = (s.index as u32).to_ne_bytes();
+        let per_cpu = counters
+            .lookup_percpu(&key, MapFlags::ANY)
+            .map_err(RuntimeError::libbpf("reading the counters"))?
+            .unwrap_or_default();
+        let mut sum = [0u64; 6];
+        for cpu in per_cpu {
+            for (i, total) in sum.iter_mut().enumerate() {
+                if let Some(b) = cpu.get(i * 8..i * 8 + 8) {
+                    *total += u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+                }
+            }
+        }
+        outcome.summaries.push(Summary {
+            label: s.label.clone(),
+            mode: settings.mode.name(),
+            calls: sum[0],
+            matched: sum[1],
+            errors: sum[2],
+            dropped: sum[3],
+            unpaired: sum[4],
+            agg_lost: (!s.aggregations.is_empty()).then_some(sum[5]),
+            events: events[s.index],
+        });
+    }
+    for s in &outcome.summaries {
+        out.summary(s).map_err(RuntimeError::Output)?;
+    }
+    for s in &program.sessions {
+        for a in &s.aggregations {
+            let name = format!("fslat_agg_{}", a.id);
+            let map = obj
+                .maps()
+                .find(|m| m.name().to_string_lossy() == name)
+                .ok_or(RuntimeError::Missing("an aggregation map"))?;
+            let result = read_aggregation(&map, a, &s.label)?;
+            out.aggregation(&result).map_err(RuntimeError::Output)?;
+        }
+    }
+    out.flush().map_err(RuntimeError::Output)?;
+    Ok(outcome)
+}
+
+struct State<'w> {
+    out: &'w mut dyn Writer,
+    events: Vec<u64>,
+    bad: u64,
+    io: Option<std::io::Error>,
+}
+
+fn read_aggregation(
+    map: &libbpf_rs::Map,
+    a: &Aggregation,
+    session: &str,
+) -> Result<AggResult, RuntimeError> {
+    let mut rows = Vec::new();
+    for key in map.keys() {
+        let Some(v) = map
+            .lookup(&key, MapFlags::ANY)
+            .map_err(RuntimeError::libbpf("reading an aggregation"))?
+        else {
+            continue;
+        };
+        let keys = a
+            .keys
+            .iter()
+            .map(|k| {
+                let at = k.offset as usize;
+                let size = k.kind.size() as usize;
+                read_value(key.get(at..at + size).unwrap_or(&[]), k.kind)
+            })
+            .collect();
+        let word = |i: usize| {
+            v.get(i * 8..i * 8 + 8)
+                .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+        };
+        let value = match a.func {
+            AggFunc::Hist => AggValue::Hist((0..v.len() / 8).map(word).collect()),
+            f => {
+                let (count, sum, min, max) =
+                    (word(0), word(1) as i64, word(2) as i64, word(3) as i64);
+                AggValue::Number(match f {
+                    AggFunc::Count => count as i64,
+                    AggFunc::Sum => sum,
+                    AggFunc::Min => min,
+                    AggFunc::Max => max,
+                    _ => sum.checked_div(count as i64).unwrap_or(0),
+                })
+            }
+        };
+        rows.push(AggRow { keys, value });
+    }
+    // Biggest last, as bpftrace prints maps; keys break ties so output is stable.
+    rows.sort_by(|x, y| {
+        let rank = |r: &AggRow| match &r.value {
+            AggValue::Number(n) => *n as i128,
+            AggValue::Hist(s) => s.iter().sum::<u64>() as i128,
+        };
+        rank(x)
+            .cmp(&rank(y))
+            .then_with(|| format!("{:?}", x.keys).cmp(&format!("{:?}", y.keys)))
+    });
+    Ok(AggResult {
+        session: session.to_string(),
+        title: a.title.clone(),
+        func: a.func,
+        duration: a.duration,
+        key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
+        rows,
+    })
+}

@@ -1,0 +1,32 @@
+//! SIGINT and SIGTERM end a run cleanly: the handler only sets a flag that the event
+//! loop polls (the poll itself returns early with EINTR).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Installs the handlers (without SA_RESTART, so blocking calls return on a signal).
+pub fn install() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+pub fn stop_requested() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
+
+/// Forgets an earlier stop (the REPL runs again after Ctrl-C).
+pub fn reset() {
+    STOP.store(false, Ordering::SeqCst);
+}

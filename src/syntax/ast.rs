@@ -1,0 +1,171 @@
+//! The script as written: every node carries its byte span in the source.
+
+pub type Span = std::ops::Range<usize>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Script {
+    pub sessions: Vec<Session>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    pub func: Ident,
+    pub predicate: Option<Expr>,
+    /// `None` when the session has no block: the actions are then `{ emit }`.
+    pub actions: Option<Vec<Action>>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// `emit` alone (empty `items`) means the default fields.
+    Emit {
+        items: Vec<EmitItem>,
+        span: Span,
+    },
+    Aggregate(Aggregate),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmitItem {
+    pub expr: Expr,
+    pub alias: Option<Ident>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum AggFunc {
+    Count,
+    Hist,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+impl AggFunc {
+    pub fn name(self) -> &'static str {
+        match self {
+            AggFunc::Count => "count",
+            AggFunc::Hist => "hist",
+            AggFunc::Sum => "sum",
+            AggFunc::Min => "min",
+            AggFunc::Max => "max",
+            AggFunc::Avg => "avg",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Aggregate {
+    pub func: AggFunc,
+    pub func_span: Span,
+    pub arg: Option<Expr>,
+    pub by: Vec<Expr>,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExprKind {
+    Int(u64),
+    /// Nanoseconds.
+    Duration(u64),
+    Str(Vec<u8>),
+    Bool(bool),
+    Name(String),
+    Call {
+        func: Ident,
+        args: Vec<Expr>,
+    },
+    /// `base->field` (`arrow`) or `base.field`.
+    Member {
+        base: Box<Expr>,
+        arrow: bool,
+        field: Ident,
+    },
+    Unary {
+        op: UnOp,
+        expr: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum UnOp {
+    Neg,
+    Not,
+    BitNot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum BinOp {
+    Or,
+    And,
+    BitOr,
+    BitXor,
+    BitAnd,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Shl,
+    Shr,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Or => "or",
+            BinOp::And => "and",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::BitAnd => "&",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+
+    pub fn is_logic(self) -> bool {
+        matches!(self, BinOp::And | BinOp::Or)
+    }
+}

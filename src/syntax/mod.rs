@@ -1,0 +1,407 @@
+//! Stage 1: script text → AST. The grammar is `grammar/fslat.pest`.
+
+pub mod ast;
+
+use crate::diag::{DiagKind, Diagnostic};
+use ast::*;
+use pest::Parser;
+use pest::iterators::{Pair, Pairs};
+use pest::pratt_parser::{Assoc, Op, PrattParser};
+use std::sync::LazyLock;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../grammar/fslat.pest"]
+struct Grammar;
+
+/// Parses a whole script. Errors come back as diagnostics pointing into `source`.
+pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
+    let mut pairs = Grammar::parse(Rule::script, source).map_err(|e| vec![parse_error(e)])?;
+    let script = pairs
+        .next()
+        .expect("the grammar's script rule always yields one pair");
+    let mut errors = Vec::new();
+    let mut sessions = Vec::new();
+    for pair in script.into_inner() {
+        if pair.as_rule() == Rule::session {
+            sessions.push(session(pair, &mut errors));
+        }
+    }
+    if sessions.is_empty() && errors.is_empty() {
+        errors.push(Diagnostic::new(
+            source.len()..source.len(),
+            DiagKind::EmptyScript,
+        ));
+    }
+    if errors.is_empty() {
+        Ok(Script { sessions })
+    } else {
+        Err(errors)
+    }
+}
+
+fn span(pair: &Pair<Rule>) -> Span {
+    let s = pair.as_span();
+    s.start()..s.end()
+}
+
+fn ident(pair: Pair<Rule>) -> Ident {
+    Ident {
+        name: pair.as_str().to_string(),
+        span: span(&pair),
+    }
+}
+
+fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
+    let whole = span(&pair);
+    let mut func = None;
+    let mut predicate = None;
+    let mut actions = None;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::func_name => func = Some(ident(p)),
+            Rule::pred => predicate = Some(expr(p, errors)),
+            Rule::block => actions = Some(block(p, errors)),
+            _ => {}
+        }
+    }
+    Session {
+        func: func.expect("the grammar requires a function name"),
+        predicate,
+        actions,
+        span: whole,
+    }
+}
+
+fn block(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Vec<Action> {
+    let mut actions = Vec::new();
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::emit => {
+                let sp = span(&p);
+                let items = p
+                    .into_inner()
+                    .filter(|i| i.as_rule() == Rule::emit_item)
+                    .map(|item| {
+                        let mut inner = item.into_inner();
+                        let e = expr(inner.next().expect("emit item has an expression"), errors);
+                        let alias = inner.find(|p| p.as_rule() == Rule::ident).map(ident);
+                        EmitItem { expr: e, alias }
+                    })
+                    .collect();
+                actions.push(Action::Emit { items, span: sp });
+            }
+            Rule::aggregation => actions.push(Action::Aggregate(aggregation(p, errors))),
+            _ => {}
+        }
+    }
+    actions
+}
+
+fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
+    let whole = span(&pair);
+    let mut inner = pair.into_inner();
+    let f = inner.next().expect("aggregation starts with its function");
+    let func = match f.as_str() {
+        "count" => AggFunc::Count,
+        "hist" => AggFunc::Hist,
+        "sum" => AggFunc::Sum,
+        "min" => AggFunc::Min,
+        "max" => AggFunc::Max,
+        _ => AggFunc::Avg,
+    };
+    let mut arg = None;
+    let mut by = Vec::new();
+    for p in inner {
+        match p.as_rule() {
+            Rule::pred => arg = Some(expr(p, errors)),
+            Rule::by_clause => {
+                by = p
+                    .into_inner()
+                    .filter(|k| k.as_rule() == Rule::expr)
+                    .map(|k| expr(k, errors))
+                    .collect()
+            }
+            _ => {}
+        }
+    }
+    Aggregate {
+        func,
+        func_span: span(&f),
+        arg,
+        by,
+        span: whole,
+    }
+}
+
+static PRATT: LazyLock<PrattParser<Rule>> = LazyLock::new(|| {
+    // Lowest precedence first, as in C.
+    PrattParser::new()
+        .op(Op::infix(Rule::or, Assoc::Left))
+        .op(Op::infix(Rule::and, Assoc::Left))
+        .op(Op::infix(Rule::bit_or, Assoc::Left))
+        .op(Op::infix(Rule::bit_xor, Assoc::Left))
+        .op(Op::infix(Rule::bit_and, Assoc::Left))
+        .op(Op::infix(Rule::eq, Assoc::Left) | Op::infix(Rule::ne, Assoc::Left))
+        .op(Op::infix(Rule::lt, Assoc::Left)
+            | Op::infix(Rule::le, Assoc::Left)
+            | Op::infix(Rule::gt, Assoc::Left)
+            | Op::infix(Rule::ge, Assoc::Left))
+        .op(Op::infix(Rule::shl, Assoc::Left) | Op::infix(Rule::shr, Assoc::Left))
+        .op(Op::infix(Rule::add, Assoc::Left) | Op::infix(Rule::sub, Assoc::Left))
+        .op(Op::infix(Rule::mul, Assoc::Left)
+            | Op::infix(Rule::div, Assoc::Left)
+            | Op::infix(Rule::rem, Assoc::Left))
+        .op(Op::prefix(Rule::neg) | Op::prefix(Rule::not) | Op::prefix(Rule::bit_not))
+});
+
+/// `pred` and `expr` pairs: a flat run of prefixes, operands and infix operators.
+fn expr(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Expr {
+    pratt(pair.into_inner(), errors)
+}
+
+fn pratt(pairs: Pairs<Rule>, errors: &mut Vec<Diagnostic>) -> Expr {
+    // The closures below all need `errors`; a RefCell lets them share it.
+    let errors = std::cell::RefCell::new(errors);
+    PRATT
+        .map_primary(|p| postfix(p, &mut errors.borrow_mut()))
+        .map_prefix(|op, e| {
+            let uop = match op.as_rule() {
+                Rule::neg => UnOp::Neg,
+                Rule::not => UnOp::Not,
+                _ => UnOp::BitNot,
+            };
+            Expr {
+                span: op.as_span().start()..e.span.end,
+                kind: ExprKind::Unary {
+                    op: uop,
+                    expr: Box::new(e),
+                },
+            }
+        })
+        .map_infix(|lhs, op, rhs| {
+            let bop = match op.as_rule() {
+                Rule::or => BinOp::Or,
+                Rule::and => BinOp::And,
+                Rule::bit_or => BinOp::BitOr,
+                Rule::bit_xor => BinOp::BitXor,
+                Rule::bit_and => BinOp::BitAnd,
+                Rule::eq => BinOp::Eq,
+                Rule::ne => BinOp::Ne,
+                Rule::lt => BinOp::Lt,
+                Rule::le => BinOp::Le,
+                Rule::gt => BinOp::Gt,
+                Rule::ge => BinOp::Ge,
+                Rule::shl => BinOp::Shl,
+                Rule::shr => BinOp::Shr,
+                Rule::add => BinOp::Add,
+                Rule::sub => BinOp::Sub,
+                Rule::mul => BinOp::Mul,
+                Rule::div => BinOp::Div,
+                _ => BinOp::Rem,
+            };
+            Expr {
+                span: lhs.span.start..rhs.span.end,
+                kind: ExprKind::Binary {
+                    op: bop,
+                    lhs: Box::new(lhs),
+                    rhs: Box::new(rhs),
+                },
+            }
+        })
+        .parse(pairs)
+}
+
+fn postfix(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Expr {
+    let mut inner = pair.into_inner();
+    let mut e = primary(
+        inner.next().expect("postfix_expr starts with a primary"),
+        errors,
+    );
+    for m in inner {
+        let arrow = m.as_str().starts_with("->");
+        let end = m.as_span().end();
+        let field = ident(m.into_inner().next().expect("member has a name"));
+        e = Expr {
+            span: e.span.start..end,
+            kind: ExprKind::Member {
+                base: Box::new(e),
+                arrow,
+                field,
+            },
+        };
+    }
+    e
+}
+
+fn primary(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Expr {
+    let sp = span(&pair);
+    let text = pair.as_str();
+    let kind = match pair.as_rule() {
+        Rule::integer => match parse_int(text) {
+            Some(v) => ExprKind::Int(v),
+            None => {
+                errors.push(Diagnostic::new(sp.clone(), DiagKind::IntegerTooLarge));
+                ExprKind::Int(0)
+            }
+        },
+        Rule::duration => match parse_duration(text) {
+            Some(v) => ExprKind::Duration(v),
+            None => {
+                errors.push(Diagnostic::new(sp.clone(), DiagKind::DurationTooLarge));
+                ExprKind::Duration(0)
+            }
+        },
+        Rule::boolean => ExprKind::Bool(text == "true"),
+        Rule::string => {
+            let body = pair.into_inner().next().expect("string has a body");
+            ExprKind::Str(unescape(body.as_str(), body.as_span().start(), errors))
+        }
+        Rule::ident => ExprKind::Name(text.to_string()),
+        Rule::call => {
+            let mut inner = pair.into_inner();
+            let func = ident(inner.next().expect("call has a name"));
+            let args = inner.map(|a| expr(a, errors)).collect();
+            ExprKind::Call { func, args }
+        }
+        Rule::pred | Rule::expr => return expr(pair, errors),
+        r => unreachable!("primary cannot be {r:?}"),
+    };
+    Expr { kind, span: sp }
+}
+
+fn parse_int(text: &str) -> Option<u64> {
+    let clean: String = text.chars().filter(|&c| c != '_').collect();
+    match clean
+        .strip_prefix("0x")
+        .or_else(|| clean.strip_prefix("0X"))
+    {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => clean.parse().ok(),
+    }
+}
+
+fn parse_duration(text: &str) -> Option<u64> {
+    let split = text.find(|c: char| c.is_ascii_alphabetic())?;
+    let (num, unit) = text.split_at(split);
+    let n = parse_int(num)?;
+    let scale: u64 = match unit {
+        "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        _ => 1_000_000_000,
+    };
+    n.checked_mul(scale)
+}
+
+fn unescape(body: &str, offset: usize, errors: &mut Vec<Diagnostic>) -> Vec<u8> {
+    let bytes = body.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let esc = bytes.get(i + 1).copied();
+        match esc {
+            Some(b'"') => out.push(b'"'),
+            Some(b'\\') => out.push(b'\\'),
+            Some(b'n') => out.push(b'\n'),
+            Some(b't') => out.push(b'\t'),
+            Some(b'x') => {
+                let hex = body
+                    .get(i + 2..i + 4)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                match hex {
+                    Some(v) if v != 0 => {
+                        out.push(v);
+                        i += 4;
+                        continue;
+                    }
+                    Some(_) => errors.push(Diagnostic::new(
+                        offset + i..offset + i + 4,
+                        DiagKind::NulInString,
+                    )),
+                    None => errors.push(Diagnostic::new(
+                        offset + i..offset + (i + 2).min(bytes.len()),
+                        DiagKind::BadEscape("\\x".into()),
+                    )),
+                }
+                i += 4;
+                continue;
+            }
+            _ => {
+                let len = body[i + 1..].chars().next().map_or(0, char::len_utf8);
+                errors.push(Diagnostic::new(
+                    offset + i..offset + i + 1 + len,
+                    DiagKind::BadEscape(body[i..i + 1 + len].to_string()),
+                ));
+                i += 1 + len;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    out
+}
+
+/// Turns pest's error into words a user can act on.
+fn parse_error(e: pest::error::Error<Rule>) -> Diagnostic {
+    use pest::error::{ErrorVariant, InputLocation};
+    let pos = match e.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    };
+    let expected = match &e.variant {
+        ErrorVariant::ParsingError { positives, .. } => {
+            let mut words: Vec<&'static str> =
+                positives.iter().filter_map(|r| describe(*r)).collect();
+            words.sort();
+            words.dedup();
+            words
+        }
+        ErrorVariant::CustomError { .. } => Vec::new(),
+    };
+    Diagnostic::new(pos..pos, DiagKind::Syntax { expected })
+}
+
+fn describe(rule: Rule) -> Option<&'static str> {
+    Some(match rule {
+        Rule::session | Rule::kw_session => "`session`",
+        Rule::func_name => "a kernel function name",
+        Rule::kw_where => "`where`",
+        Rule::block => "`{`",
+        Rule::emit | Rule::kw_emit => "`emit`",
+        Rule::aggregation | Rule::agg_func => "an aggregation (count, hist, sum, min, max, avg)",
+        Rule::emit_item | Rule::expr | Rule::pred | Rule::postfix_expr => "an expression",
+        Rule::ident => "a name",
+        Rule::integer => "a number",
+        Rule::duration => "a duration",
+        Rule::string => "a string",
+        Rule::call => "a function call",
+        Rule::by_clause | Rule::kw_by => "`by`",
+        Rule::kw_as => "`as`",
+        Rule::member => "`->` or `.`",
+        Rule::or
+        | Rule::and
+        | Rule::bit_or
+        | Rule::bit_xor
+        | Rule::bit_and
+        | Rule::eq
+        | Rule::ne
+        | Rule::le
+        | Rule::ge
+        | Rule::shl
+        | Rule::shr
+        | Rule::lt
+        | Rule::gt
+        | Rule::add
+        | Rule::sub
+        | Rule::mul
+        | Rule::div
+        | Rule::rem => "an operator",
+        Rule::EOI => "the end of the script",
+        _ => return None,
+    })
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Workloads for fslat's kernel tests: each does a known pattern of reads.
+
+Every workload waits for `--go FILE` to exist before it starts (polling with stat, which
+makes no reads), so a test can start it, learn its pid, attach fslat, then let it run.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+
+
+def wait_for(path):
+    if not path:
+        return
+    while not os.path.exists(path):
+        time.sleep(0.01)
+
+
+def ordinary_reads(n):
+    """n one-byte reads of a regular file."""
+    with tempfile.TemporaryFile(dir="/tmp") as f:
+        f.write(b"x" * 64)
+        f.flush()
+        fd = f.fileno()
+        for i in range(n):
+            os.pread(fd, 1, i % 64)
+
+
+def slow_pipe_read(delay_ms):
+    """One read of one byte from a pipe whose writer waits delay_ms first."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        time.sleep(delay_ms / 1000)
+        os.write(w, b"!")
+        os._exit(0)
+    os.close(w)
+    data = os.read(r, 1)
+    os.waitpid(pid, 0)
+    os.close(r)
+    assert data == b"!"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--go", help="start once this file exists")
+    sub = p.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("slow-read", help="N ordinary reads, then one slow pipe read")
+    s.add_argument("--reads", type=int, default=64)
+    s.add_argument("--delay-ms", type=int, default=50)
+    s = sub.add_parser("reads", help="N one-byte reads of a file")
+    s.add_argument("n", type=int)
+    sub.add_parser("ebadf", help="a read on a write-only descriptor")
+    s = sub.add_parser("threads", help="T threads reading for SECONDS, one slow read")
+    s.add_argument("threads", type=int)
+    s.add_argument("seconds", type=float)
+    s.add_argument("--delay-ms", type=int, default=50)
+    s = sub.add_parser("sleep", help="just wait, reading nothing")
+    s.add_argument("seconds", type=float)
+    a = p.parse_args()
+
+    print(os.getpid(), flush=True)
+    wait_for(a.go)
+    if a.what == "slow-read":
+        ordinary_reads(a.reads)
+        slow_pipe_read(a.delay_ms)
+    elif a.what == "reads":
+        ordinary_reads(a.n)
+    elif a.what == "ebadf":
+        fd = os.open("/tmp/fslat-ebadf", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            os.read(fd, 1)
+        except OSError as e:
+            print(f"read failed: errno {e.errno}", file=sys.stderr)
+        os.close(fd)
+    elif a.what == "threads":
+        stop = time.monotonic() + a.seconds
+        def reader():
+            while time.monotonic() < stop:
+                ordinary_reads(16)
+        ts = [threading.Thread(target=reader) for _ in range(a.threads)]
+        for t in ts:
+            t.start()
+        # One known slow read from one of the threads' process.
+        slow_pipe_read(a.delay_ms)
+        for t in ts:
+            t.join()
+    elif a.what == "sleep":
+        time.sleep(a.seconds)
+
+
+if __name__ == "__main__":
+    main()
