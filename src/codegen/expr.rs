@@ -271,15 +271,10 @@ impl<'p> Phase<'p> {
             format!("struct fslat_agg_key_{} {key};", a.id),
             format!("__builtin_memset(&{key}, 0, sizeof({key}));"),
         ];
+        // Declarations the keys and argument need land in `self.lines`, before the block.
         for (i, k) in a.keys.iter().enumerate() {
-            let before = self.lines.len();
-            let s = self.store(
-                &k.expr,
-                &format!("{key}.{}", super::field_member(i)),
-                k.kind,
-            );
-            out.extend(self.lines.drain(before..));
-            out.push(s);
+            let dst = format!("{key}.{}", super::field_member(i));
+            out.push(self.store(&k.expr, &dst, k.kind));
         }
         let (vtype, init, add) = if a.func == AggFunc::Hist {
             ("struct fslat_hist", None, "fslat_hist_add")
@@ -291,12 +286,7 @@ impl<'p> Phase<'p> {
             )
         };
         let x = match &a.arg {
-            Some(arg) => {
-                let before = self.lines.len();
-                let x = self.expr(arg);
-                out.extend(self.lines.drain(before..));
-                format!("(__s64)({x})")
-            }
+            Some(arg) => format!("(__s64)({})", self.expr(arg)),
             None => "0".into(),
         };
         out.push(format!(

@@ -100,10 +100,7 @@ impl<'p> Decoder<'p> {
     }
 
     /// The session and field values of a record.
-    pub fn decode(
-        &self,
-        record: &[u8],
-    ) -> Result<Decoded<'p>, DecodeError> {
+    pub fn decode(&self, record: &[u8]) -> Result<Decoded<'p>, DecodeError> {
         let id = u32::from_ne_bytes(
             record
                 .get(..4)

@@ -15,6 +15,7 @@ struct Grammar;
 
 /// Parses a whole script. Errors come back as diagnostics pointing into `source`.
 pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
+    pest::set_error_detail(true);
     let mut pairs = Grammar::parse(Rule::script, source).map_err(|e| vec![parse_error(e)])?;
     let script = pairs
         .next()

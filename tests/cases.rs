@@ -1,0 +1,185 @@
+//! Data-driven compiler tests over `tests/cases/*.fsl` and `examples/*.fsl`, against the
+//! fixture kernel (`fslat::btf::Fixture`, which has fsession).
+//!
+//! - A script with a sibling `.err` file must fail; the file holds the rendered
+//!   diagnostics, exactly.
+//! - Any other script must compile in both modes, build with the real clang, and open with
+//!   libbpf; a sibling `.expect` file holds what the object and schema must be (programs
+//!   with their sections, maps, event fields with offsets, the phase split).
+//!
+//! `FSLAT_BLESS=1 cargo test --test cases` rewrites the expectation files.
+
+use fslat::btf::Fixture;
+use fslat::build::{Compiler, find_clang};
+use fslat::check::program::{FieldKind, Program};
+use fslat::codegen::Mode;
+use fslat::diag::{Source, render};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+fn scripts(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "fsl"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn check_expectation(path: &Path, actual: &str, failures: &mut Vec<String>) {
+    if std::env::var_os("FSLAT_BLESS").is_some() {
+        std::fs::write(path, actual).expect("write expectation");
+        return;
+    }
+    match std::fs::read_to_string(path) {
+        Ok(want) if want == actual => {}
+        Ok(want) => failures.push(format!(
+            "{}: differs\n--- expected\n{want}--- actual\n{actual}",
+            path.display()
+        )),
+        Err(_) => failures.push(format!(
+            "{}: missing (FSLAT_BLESS=1 writes it)\n--- actual\n{actual}",
+            path.display()
+        )),
+    }
+}
+
+fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
+    let mut out = String::new();
+    let obj = libbpf_rs::ObjectBuilder::default()
+        .name("fslat")
+        .expect("a valid object name")
+        .open_memory(object)
+        .expect("libbpf opens the object");
+    let _ = writeln!(out, "mode {}", mode.name());
+    for p in obj.progs() {
+        let _ = writeln!(
+            out,
+            "  program {} {}",
+            p.name().to_string_lossy(),
+            p.section().to_string_lossy()
+        );
+    }
+    let mut maps: Vec<String> = obj
+        .maps()
+        .map(|m| m.name().to_string_lossy().into_owned())
+        .collect();
+    maps.sort();
+    let _ = writeln!(out, "  maps {}", maps.join(" "));
+    if mode != Mode::Fsession {
+        return out;
+    }
+    for s in &program.sessions {
+        let _ = writeln!(out, "session {}", s.label);
+        let _ = writeln!(
+            out,
+            "  entry: {}",
+            if s.entry_filter.is_some() {
+                "filter"
+            } else {
+                "-"
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  return: {}",
+            if s.return_filter.is_some() {
+                "filter"
+            } else {
+                "-"
+            }
+        );
+        if let Some(e) = &s.event {
+            let fields: Vec<String> = e
+                .fields
+                .iter()
+                .map(|f| {
+                    let k = match f.kind {
+                        FieldKind::Int(s) => {
+                            format!("{}{}", if s.signed { "s" } else { "u" }, s.size * 8)
+                        }
+                        FieldKind::Bool => "bool".into(),
+                        FieldKind::Duration => "duration".into(),
+                        FieldKind::Str { cap } => format!("str{cap}"),
+                        FieldKind::Ptr => "ptr".into(),
+                    };
+                    format!("{}:{k}@{}", f.name, f.offset)
+                })
+                .collect();
+            let _ = writeln!(out, "  event ({} bytes): {}", e.size, fields.join(" "));
+        }
+        for a in &s.aggregations {
+            let _ = writeln!(out, "  aggregation {}: {}", a.id, a.title);
+        }
+    }
+    out
+}
+
+#[test]
+fn scripts_compile_or_fail_as_expected() {
+    let kernel = Fixture::new();
+    let clang = find_clang(None).expect("clang is installed (tests/vm/setup-host)");
+    let compiler = Compiler::new(clang, false).expect("clang runs");
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for path in scripts("tests/cases")
+        .into_iter()
+        .chain(scripts("examples"))
+    {
+        count += 1;
+        let text = std::fs::read_to_string(&path).expect("read script");
+        let err_path = path.with_extension("err");
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let result = fslat::compile(&text, &kernel, Mode::Fsession);
+        if err_path.exists()
+            || result.is_err() && std::env::var_os("FSLAT_BLESS").is_some()
+        {
+            match result {
+                Ok(_) => failures.push(format!("{name}: compiled, but a diagnostic was expected")),
+                Err(diags) => {
+                    let rendered = render(
+                        &Source {
+                            name: &name,
+                            text: &text,
+                        },
+                        &diags,
+                        false,
+                    );
+                    check_expectation(&err_path, &rendered, &mut failures);
+                }
+            }
+            continue;
+        }
+        let mut actual = String::new();
+        for mode in [Mode::Fsession, Mode::Fentry] {
+            match fslat::compile(&text, &kernel, mode) {
+                Err(diags) => {
+                    failures.push(format!(
+                        "{name}: {}",
+                        render(
+                            &Source {
+                                name: &name,
+                                text: &text
+                            },
+                            &diags,
+                            false
+                        )
+                    ));
+                }
+                Ok((program, c)) => match compiler.compile(&c) {
+                    Ok(obj) => actual.push_str(&describe(&program, mode, &obj)),
+                    Err(e) => failures.push(format!("{name} ({}): {e}", mode.name())),
+                },
+            }
+        }
+        check_expectation(&path.with_extension("expect"), &actual, &mut failures);
+    }
+    assert!(count > 10, "the corpus is missing");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
