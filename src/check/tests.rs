@@ -1,1 +1,86 @@
+use super::program::*;
+use crate::btf::Fixture;
 
+fn session(script: &str) -> Session {
+    let ast = crate::syntax::parse(script).expect("parses");
+    let mut p = super::check(&ast, script, &Fixture::new()).expect("checks");
+    p.sessions.remove(0)
+}
+
+fn uses_return(e: &Option<Expr>) -> Option<bool> {
+    e.as_ref().map(Expr::at_return)
+}
+
+#[test]
+fn where_is_split_into_entry_and_return_phases() {
+    // (script, entry filter present, return filter present)
+    let cases = [
+        ("session vfs_read", false, false),
+        ("session vfs_read where tgid == 1", true, false),
+        ("session vfs_read where latency > 1ms", false, true),
+        (
+            "session vfs_read where tgid == 1 and latency > 1ms",
+            true,
+            true,
+        ),
+        (
+            "session vfs_read where tgid == 1 or latency > 1ms",
+            false,
+            true,
+        ),
+        (
+            "session vfs_read where (tgid == 1 and latency > 1ms) or comm == \"x\"",
+            true,
+            true,
+        ),
+        ("session vfs_read where true", false, false),
+    ];
+    for (script, entry, ret) in cases {
+        let s = session(script);
+        assert_eq!(s.entry_filter.is_some(), entry, "entry filter of {script}");
+        assert_eq!(s.return_filter.is_some(), ret, "return filter of {script}");
+        assert_ne!(uses_return(&s.entry_filter), Some(true), "{script}");
+    }
+}
+
+#[test]
+fn default_emit_has_comm_tgid_pid_scalar_params_ret_latency() {
+    let s = session("session vfs_read");
+    let names: Vec<&str> = s
+        .event
+        .as_ref()
+        .expect("emits")
+        .fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(names, ["comm", "tgid", "pid", "count", "ret", "latency"]);
+    let s = session("session kfree");
+    let names: Vec<&str> = s
+        .event
+        .as_ref()
+        .expect("emits")
+        .fields
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(names, ["comm", "tgid", "pid", "latency"], "void: no ret");
+}
+
+#[test]
+fn event_layout_follows_c_alignment() {
+    let s = session("session vfs_read { emit comm, tgid, count, latency }");
+    let e = s.event.expect("emits");
+    let offsets: Vec<u32> = e.fields.iter().map(|f| f.offset).collect();
+    assert_eq!(offsets, [4, 20, 24, 32]);
+    assert_eq!(e.size, 40);
+}
+
+#[test]
+fn several_sessions_on_one_function_get_numbered_labels() {
+    let script = "session vfs_read\nsession vfs_write\nsession vfs_read";
+    let ast = crate::syntax::parse(script).expect("parses");
+    let p = super::check(&ast, script, &Fixture::new()).expect("checks");
+    let labels: Vec<&str> = p.sessions.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["vfs_read#1", "vfs_write", "vfs_read#2"]);
+}

@@ -9,12 +9,18 @@ fn c_of(script: &str, mode: Mode) -> String {
 }
 
 #[test]
-fn dump_examples() {
+fn slow_read_script_renders_one_fsession_program() {
     let c = c_of(
         "session vfs_read where tgid == 1234 and latency > 10ms { emit }",
         Mode::Fsession,
     );
-    println!("{c}");
+    assert_eq!(c.matches("SEC(\"fsession/vfs_read\")").count(), 1);
+    // The TGID test runs at entry; the latency test at return, after the counters.
+    let entry = c.find("bpf_session_is_return").expect("entry branch");
+    let tgid = c.find("== (__u64)(1234ULL)").expect("tgid filter");
+    let calls = c.find("fslat_c->calls").expect("calls counter");
+    let latency = c.find("> (__u64)(10000000ULL)").expect("latency filter");
+    assert!(entry < tgid && tgid < calls && calls < latency, "{c}");
 }
 
 #[test]
