@@ -769,3 +769,765 @@ impl Strings {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pointee(k: &impl KernelTypes, ty: TypeId) -> (TypeId, bool) {
+        match k.resolve(ty) {
+            KType::Ptr { pointee, user } => (pointee, user),
+            other => panic!("{} is not a pointer: {other:?}", k.type_name(ty)),
+        }
+    }
+
+    /// The first type whose C spelling is `name` (for typedefs no function uses).
+    fn named(k: &Fixture, name: &str) -> TypeId {
+        (1..k.btf.type_count() as TypeId)
+            .find(|&id| k.type_name(id) == name)
+            .unwrap_or_else(|| panic!("no type {name}"))
+    }
+
+    fn sig(k: &Fixture, name: &str) -> Vec<(String, String)> {
+        let f = k
+            .function(name)
+            .unwrap_or_else(|| panic!("no function {name}"));
+        std::iter::once((String::new(), k.type_name(f.ret)))
+            .chain(f.params.iter().map(|p| (p.name.clone(), k.type_name(p.ty))))
+            .collect()
+    }
+
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    const INT8U: KType = KType::Int {
+        size: 8,
+        signed: false,
+        char_like: false,
+        bool_like: false,
+    };
+    const INT8S: KType = KType::Int {
+        size: 8,
+        signed: true,
+        char_like: false,
+        bool_like: false,
+    };
+
+    #[test]
+    fn signatures_are_spelled_like_linux() {
+        let k = Fixture::new();
+        let cases: &[(&str, &[(&str, &str)])] = &[
+            (
+                "vfs_read",
+                &[
+                    ("", "ssize_t"),
+                    ("file", "struct file *"),
+                    ("buf", "char *"),
+                    ("count", "size_t"),
+                    ("pos", "loff_t *"),
+                ],
+            ),
+            (
+                "vfs_write",
+                &[
+                    ("", "ssize_t"),
+                    ("file", "struct file *"),
+                    ("buf", "const char *"),
+                    ("count", "size_t"),
+                    ("pos", "loff_t *"),
+                ],
+            ),
+            (
+                "do_sys_openat2",
+                &[
+                    ("", "long int"),
+                    ("dfd", "int"),
+                    ("filename", "const char *"),
+                    ("how", "struct open_how *"),
+                ],
+            ),
+            ("kfree", &[("", "void"), ("objp", "const void *")]),
+            (
+                "security_file_open",
+                &[("", "int"), ("file", "struct file *")],
+            ),
+            (
+                "tcp_poll",
+                &[
+                    ("", "__poll_t"),
+                    ("file", "struct file *"),
+                    ("sock", "struct socket *"),
+                    ("wait", "poll_table *"),
+                ],
+            ),
+            (
+                "may_open_dev",
+                &[("", "bool"), ("path", "const struct path *")],
+            ),
+            ("_printk", &[("", "int"), ("fmt", "const char *")]),
+            ("ktime_get_mono_fast_ns", &[("", "u64")]),
+        ];
+        for (name, want) in cases {
+            assert_eq!(sig(&k, name), pairs(want), "{name}");
+        }
+        assert!(k.function("vfs_readv").is_none());
+        assert!(k.function("file").is_none(), "a struct is not a function");
+    }
+
+    #[test]
+    fn function_names_are_sorted() {
+        let k = Fixture::new();
+        assert_eq!(
+            k.function_names(),
+            [
+                "_printk",
+                "do_sys_openat2",
+                "kfree",
+                "ktime_get_mono_fast_ns",
+                "may_open_dev",
+                "security_file_open",
+                "tcp_poll",
+                "vfs_read",
+                "vfs_write",
+            ]
+        );
+    }
+
+    #[test]
+    fn resolve_follows_typedef_chains() {
+        let k = Fixture::new();
+        let read = k.function("vfs_read").unwrap();
+        assert_eq!(k.resolve(read.ret), INT8S);
+        assert_eq!(k.resolve(read.params[2].ty), INT8U);
+        let (loff, user) = pointee(&k, read.params[3].ty);
+        assert!(!user);
+        assert_eq!(k.type_name(loff), "loff_t");
+        assert_eq!(k.resolve(loff), INT8S);
+        let (ch, user) = pointee(&k, read.params[1].ty);
+        assert!(user, "char __user *buf");
+        assert_eq!(
+            k.resolve(ch),
+            KType::Int {
+                size: 1,
+                signed: false,
+                char_like: true,
+                bool_like: false
+            }
+        );
+        let write = k.function("vfs_write").unwrap();
+        let (cch, user) = pointee(&k, write.params[1].ty);
+        assert!(user, "const char __user *buf");
+        assert_eq!(k.resolve(cch), k.resolve(ch));
+        let (file, user) = pointee(&k, read.params[0].ty);
+        assert!(!user);
+        assert!(
+            matches!(k.resolve(file), KType::Struct { ref name, union: false, .. } if name == "file")
+        );
+
+        for (name, want) in [
+            ("size_t", INT8U),
+            ("ssize_t", INT8S),
+            ("loff_t", INT8S),
+            ("u64", INT8U),
+            ("__kernel_size_t", INT8U),
+            (
+                "umode_t",
+                KType::Int {
+                    size: 2,
+                    signed: false,
+                    char_like: false,
+                    bool_like: false,
+                },
+            ),
+            (
+                "pid_t",
+                KType::Int {
+                    size: 4,
+                    signed: true,
+                    char_like: false,
+                    bool_like: false,
+                },
+            ),
+            (
+                "u8",
+                KType::Int {
+                    size: 1,
+                    signed: false,
+                    char_like: true,
+                    bool_like: false,
+                },
+            ),
+            (
+                "bool",
+                KType::Int {
+                    size: 1,
+                    signed: false,
+                    char_like: false,
+                    bool_like: true,
+                },
+            ),
+        ] {
+            assert_eq!(k.resolve(named(&k, name)), want, "{name}");
+        }
+        let poll_table = named(&k, "poll_table");
+        assert!(
+            matches!(k.resolve(poll_table), KType::Struct { ref name, size: 16, .. } if name == "poll_table_struct")
+        );
+
+        let kfree = k.function("kfree").unwrap();
+        assert_eq!(k.resolve(kfree.ret), KType::Void);
+        let (v, user) = pointee(&k, kfree.params[0].ty);
+        assert!(!user);
+        assert_eq!(k.resolve(v), KType::Void);
+        assert_eq!(k.type_name(v), "const void");
+        assert_eq!(k.resolve(0), KType::Void);
+        assert_eq!(k.type_name(0), "void");
+        assert_eq!(k.resolve(100_000), KType::Other);
+
+        let tcp = k.function("tcp_poll").unwrap();
+        assert_eq!(
+            k.resolve(tcp.ret),
+            KType::Int {
+                size: 4,
+                signed: false,
+                char_like: false,
+                bool_like: false
+            }
+        );
+    }
+
+    #[test]
+    fn fields_through_anonymous_union_in_qstr() {
+        let k = Fixture::new();
+        let f = k.function("vfs_read").unwrap();
+        let (file, _) = pointee(&k, f.params[0].ty);
+        let f_path = k.field(file, "f_path").unwrap();
+        assert_eq!(k.type_name(f_path.ty), "struct path");
+        let dentry = k.field(f_path.ty, "dentry").unwrap();
+        assert_eq!(k.type_name(dentry.ty), "struct dentry *");
+        let (dentry, _) = pointee(&k, dentry.ty);
+        let d_name = k.field(dentry, "d_name").unwrap();
+        assert_eq!(k.type_name(d_name.ty), "struct qstr");
+        let qstr = d_name.ty;
+
+        assert_eq!(k.field_names(qstr), ["hash", "len", "hash_len", "name"]);
+        let want = [
+            ("hash", "u32"),
+            ("len", "u32"),
+            ("hash_len", "u64"),
+            ("name", "const unsigned char *"),
+        ];
+        for (name, ty) in want {
+            let f = k.field(qstr, name).unwrap_or_else(|| panic!("qstr.{name}"));
+            assert_eq!(f.name, name);
+            assert_eq!(k.type_name(f.ty), ty, "qstr.{name}");
+            assert!(!f.bitfield);
+        }
+        assert!(k.field(qstr, "").is_none());
+        assert!(k.field(qstr, "nope").is_none());
+        // The anonymous union itself.
+        let union = k
+            .btf
+            .struct_by_name("qstr")
+            .and_then(|q| {
+                (1..q)
+                    .rev()
+                    .find(|&id| matches!(k.resolve(id), KType::Struct { union: true, .. }))
+            })
+            .unwrap();
+        assert_eq!(k.type_name(union), "union {...}");
+        assert_eq!(k.field_names(union), ["hash", "len", "hash_len"]);
+
+        let name = k.field(qstr, "name").unwrap();
+        let (uc, user) = pointee(&k, name.ty);
+        assert!(!user);
+        assert!(matches!(
+            k.resolve(uc),
+            KType::Int {
+                size: 1,
+                char_like: true,
+                ..
+            }
+        ));
+
+        let d_iname = k.field(dentry, "d_iname").unwrap();
+        assert_eq!(k.type_name(d_iname.ty), "unsigned char[40]");
+        let KType::Array { elem, len: 40 } = k.resolve(d_iname.ty) else {
+            panic!("d_iname")
+        };
+        assert_eq!(k.type_name(elem), "unsigned char");
+        assert_eq!(
+            k.field_names(dentry),
+            ["d_flags", "d_parent", "d_name", "d_inode", "d_iname"]
+        );
+        // A pointer is not a struct: `field` wants the pointee.
+        assert!(k.field(f.params[0].ty, "f_path").is_none());
+        assert!(k.field_names(f.params[0].ty).is_empty());
+    }
+
+    #[test]
+    fn struct_members() {
+        let k = Fixture::new();
+        let file = k.struct_by_name("file").unwrap();
+        let cases = [
+            ("f_mode", "fmode_t"),
+            ("f_op", "const struct file_operations *"),
+            ("private_data", "void *"),
+            ("f_inode", "struct inode *"),
+            ("f_flags", "unsigned int"),
+            ("f_path", "struct path"),
+            ("f_pos", "loff_t"),
+        ];
+        for (name, ty) in cases {
+            assert_eq!(
+                k.type_name(k.field(file, name).unwrap().ty),
+                ty,
+                "file.{name}"
+            );
+        }
+        let (fops, _) = pointee(&k, k.field(file, "f_op").unwrap().ty);
+        assert_eq!(
+            k.resolve(fops),
+            KType::Struct {
+                name: "file_operations".into(),
+                size: 0,
+                union: false
+            }
+        );
+        assert!(k.field_names(fops).is_empty());
+
+        let inode = k.struct_by_name("inode").unwrap();
+        assert_eq!(k.field_names(inode), ["i_mode", "i_ino", "i_size"]);
+        assert_eq!(k.type_name(k.field(inode, "i_mode").unwrap().ty), "umode_t");
+        assert_eq!(
+            k.type_name(k.field(inode, "i_ino").unwrap().ty),
+            "long unsigned int"
+        );
+
+        let open_how = k.struct_by_name("open_how").unwrap();
+        assert_eq!(k.field_names(open_how), ["flags", "mode", "resolve"]);
+        assert!(matches!(
+            k.resolve(open_how),
+            KType::Struct { size: 24, .. }
+        ));
+
+        let sock = k.struct_by_name("sock").unwrap();
+        assert!(k.field(sock, "sk_padding").unwrap().bitfield);
+        assert!(k.field(sock, "sk_no_check_rx").unwrap().bitfield);
+        assert!(!k.field(sock, "sk_userlocks").unwrap().bitfield);
+        assert!(!k.field(sock, "sk_protocol").unwrap().bitfield);
+
+        let socket = k.struct_by_name("socket").unwrap();
+        let state = k.field(socket, "state").unwrap();
+        assert_eq!(k.type_name(state.ty), "socket_state");
+        assert_eq!(
+            k.resolve(state.ty),
+            KType::Enum {
+                size: 4,
+                signed: false
+            }
+        );
+        assert_eq!(
+            k.type_name(k.field(socket, "sk").unwrap().ty),
+            "struct sock *"
+        );
+        assert_eq!(
+            k.type_name(k.field(socket, "ops").unwrap().ty),
+            "const struct proto_ops *"
+        );
+
+        let pt = k.struct_by_name("poll_table_struct").unwrap();
+        let qproc = k.field(pt, "_qproc").unwrap().ty;
+        assert_eq!(k.type_name(qproc), "poll_queue_proc");
+        let (proto, _) = pointee(&k, qproc);
+        assert_eq!(k.resolve(proto), KType::FuncProto);
+        assert_eq!(
+            k.type_name(named(&k, "poll_queue_proc").min(qproc)),
+            "poll_queue_proc"
+        );
+        let KType::Ptr { .. } = k.resolve(qproc) else {
+            panic!()
+        };
+
+        let vfsmount = k.struct_by_name("vfsmount").unwrap();
+        assert_eq!(k.field_names(vfsmount), ["mnt_root", "mnt_sb", "mnt_flags"]);
+    }
+
+    #[test]
+    fn fsession_variants() {
+        assert!(Fixture::new().has_fsession());
+        assert!(!Fixture::without_fsession().has_fsession());
+        assert!(Fixture::default().has_fsession());
+    }
+
+    #[test]
+    fn bytes_read_back_as_btf() {
+        let k = Fixture::new();
+        assert_eq!(&k.bytes()[..2], &[0x9f, 0xeb]);
+        let b = Btf::from_bytes(k.bytes().to_vec()).unwrap();
+        assert_eq!(b.function("vfs_read"), k.function("vfs_read"));
+        assert!(b.has_fsession());
+    }
+
+    /// Builds a kernel from `f` and returns it with the id `f` returns.
+    fn build(f: impl FnOnce(&mut Builder) -> TypeId) -> (Btf, TypeId) {
+        let mut b = Builder::default();
+        let id = f(&mut b);
+        (Btf::from_bytes(b.encode()).unwrap(), id)
+    }
+
+    fn raw(b: &mut Builder, kind: u32, name: &'static str, size_type: u32) -> TypeId {
+        b.add(Entry::Raw {
+            name,
+            kind,
+            vlen: 0,
+            kflag: false,
+            size_type,
+            extra: vec![],
+        })
+    }
+
+    #[test]
+    fn declarator_spellings() {
+        type Make = Box<dyn Fn(&mut Builder) -> TypeId>;
+        let cases: Vec<(&str, Make)> = vec![
+            (
+                "char *[4]",
+                Box::new(|b| {
+                    let c = b.int("char", 1, 0);
+                    let p = b.ptr(c);
+                    b.array(p, 4)
+                }),
+            ),
+            (
+                "char (*)[4]",
+                Box::new(|b| {
+                    let c = b.int("char", 1, 0);
+                    let a = b.array(c, 4);
+                    b.ptr(a)
+                }),
+            ),
+            (
+                "int[2][3]",
+                Box::new(|b| {
+                    let i = b.int("int", 4, INT_SIGNED);
+                    let inner = b.array(i, 3);
+                    b.array(inner, 2)
+                }),
+            ),
+            (
+                "char *const",
+                Box::new(|b| {
+                    let c = b.int("char", 1, 0);
+                    let p = b.ptr(c);
+                    b.const_(p)
+                }),
+            ),
+            (
+                "const char *const *",
+                Box::new(|b| {
+                    let c = b.int("char", 1, 0);
+                    let cc = b.const_(c);
+                    let p = b.ptr(cc);
+                    let cp = b.const_(p);
+                    b.ptr(cp)
+                }),
+            ),
+            (
+                "int *(*)(void)",
+                Box::new(|b| {
+                    let i = b.int("int", 4, INT_SIGNED);
+                    let p = b.ptr(i);
+                    let f = b.func_proto(p, &[]);
+                    b.ptr(f)
+                }),
+            ),
+            (
+                "void (*)(int, ...)",
+                Box::new(|b| {
+                    let i = b.int("int", 4, INT_SIGNED);
+                    let f = b.func_proto(0, &[("a", i), ("", 0)]);
+                    b.ptr(f)
+                }),
+            ),
+            (
+                "int (*[2])(void)",
+                Box::new(|b| {
+                    let i = b.int("int", 4, INT_SIGNED);
+                    let f = b.func_proto(i, &[]);
+                    let p = b.ptr(f);
+                    b.array(p, 2)
+                }),
+            ),
+            (
+                "volatile int *",
+                Box::new(|b| {
+                    let i = b.int("int", 4, INT_SIGNED);
+                    let v = raw(b, 9, "", i);
+                    b.ptr(v)
+                }),
+            ),
+            (
+                "char *restrict",
+                Box::new(|b| {
+                    let c = b.int("char", 1, 0);
+                    let p = b.ptr(c);
+                    raw(b, 11, "", p)
+                }),
+            ),
+            (
+                "union u *",
+                Box::new(|b| {
+                    let u = b.add(Entry::Raw {
+                        name: "u",
+                        kind: 7,
+                        vlen: 0,
+                        kflag: true,
+                        size_type: 0,
+                        extra: vec![],
+                    });
+                    b.ptr(u)
+                }),
+            ),
+            ("enum e", Box::new(|b| b.enum_("e", 4, true, &[("A", -1)]))),
+            ("double", Box::new(|b| raw(b, 16, "double", 8))),
+        ];
+        for (want, f) in cases {
+            let (btf, id) = build(f);
+            assert_eq!(btf.type_name(id), want);
+        }
+    }
+
+    #[test]
+    fn resolve_kinds() {
+        let (b, id) = build(|b| b.enum_("e", 4, true, &[("A", -1)]));
+        assert_eq!(
+            b.resolve(id),
+            KType::Enum {
+                size: 4,
+                signed: true
+            }
+        );
+        let (b, id) = build(|b| {
+            b.add(Entry::Raw {
+                name: "e64",
+                kind: 19,
+                vlen: 1,
+                kflag: false,
+                size_type: 8,
+                extra: vec![0, 1, 2],
+            })
+        });
+        assert_eq!(
+            b.resolve(id),
+            KType::Enum {
+                size: 8,
+                signed: false
+            }
+        );
+        assert_eq!(b.type_name(id), "enum e64");
+        let (b, id) = build(|b| {
+            b.add(Entry::Raw {
+                name: "u",
+                kind: 7,
+                vlen: 0,
+                kflag: true,
+                size_type: 0,
+                extra: vec![],
+            })
+        });
+        assert_eq!(
+            b.resolve(id),
+            KType::Struct {
+                name: "u".into(),
+                size: 0,
+                union: true
+            }
+        );
+        let (b, id) = build(|b| raw(b, 16, "double", 8));
+        assert_eq!(b.resolve(id), KType::Other);
+        let (b, id) = build(|b| {
+            let c = b.int("signed char", 1, INT_SIGNED);
+            let tag = b.type_tag("percpu", c);
+            let v = raw(b, 9, "", tag);
+            let user = b.type_tag("user", v);
+            let td = b.typedef("t", user);
+            b.ptr(td)
+        });
+        assert_eq!(b.type_name(id), "t *");
+        let KType::Ptr {
+            pointee,
+            user: true,
+        } = b.resolve(id)
+        else {
+            panic!("{:?}", b.resolve(id))
+        };
+        assert_eq!(
+            b.resolve(pointee),
+            KType::Int {
+                size: 1,
+                signed: true,
+                char_like: true,
+                bool_like: false
+            }
+        );
+        // Explicit BTF_INT_CHAR encoding, and a pointer with a non-user tag.
+        let (b, id) = build(|b| {
+            let c = b.int("weird", 1, 2);
+            let tag = b.type_tag("rcu", c);
+            b.ptr(tag)
+        });
+        let KType::Ptr {
+            pointee,
+            user: false,
+        } = b.resolve(id)
+        else {
+            panic!()
+        };
+        assert!(matches!(
+            b.resolve(pointee),
+            KType::Int {
+                char_like: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn first_of_duplicate_functions_wins() {
+        let (b, _) = build(|b| {
+            let i = b.int("int", 4, INT_SIGNED);
+            let l = b.int("long int", 8, INT_SIGNED);
+            b.func("dup", i, &[("a", i)]);
+            b.func("dup", l, &[("b", l)]);
+            b.func("other", 0, &[]);
+            0
+        });
+        let f = b.function("dup").unwrap();
+        assert_eq!(b.type_name(f.ret), "int");
+        assert_eq!(f.params[0].name, "a");
+        assert_eq!(b.function_names(), ["dup", "other"]);
+        // Past the scanning lookups, the index must agree.
+        for _ in 0..10 {
+            assert_eq!(b.function("dup").unwrap(), f);
+            assert_eq!(b.function("other").unwrap().params, []);
+            assert!(b.function("none").is_none());
+        }
+    }
+
+    #[test]
+    fn old_style_bitfields_are_bitfields() {
+        // Without kind_flag, old encoders gave bitfields their own INT with the bit width.
+        let (b, s) = build(|b| {
+            let bits3 = b.add(Entry::Raw {
+                name: "unsigned int",
+                kind: 1,
+                vlen: 0,
+                kflag: false,
+                size_type: 4,
+                extra: vec![3],
+            });
+            let full = b.int("unsigned int", 4, 0);
+            let member = |name, ty, bit_offset| BuiltMember {
+                name,
+                ty,
+                bit_offset,
+                bits: 0,
+            };
+            b.add(Entry::Composite {
+                name: "s",
+                union: false,
+                size: 8,
+                align: 4,
+                members: vec![member("a", bits3, 0), member("b", full, 32)],
+            })
+        });
+        assert_eq!(b.field_names(s), ["a", "b"]);
+        assert!(b.field(s, "a").unwrap().bitfield);
+        assert!(!b.field(s, "b").unwrap().bitfield);
+    }
+
+    #[test]
+    fn cycles_terminate() {
+        // typedef a -> typedef b -> typedef a, and a prototype whose parameters point back at it.
+        let (b, a) = build(|b| {
+            let a = b.declare();
+            let bb = b.typedef("b", a);
+            b.types[a as usize - 1] = Entry::Typedef("a", bb);
+            a
+        });
+        assert_eq!(b.resolve(a), KType::Other);
+        assert_eq!(b.type_name(a), "a");
+        let (b, p) = build(|b| {
+            let p = b.declare();
+            let proto = b.func_proto(p, &[("x", p), ("y", p), ("z", p)]);
+            b.types[p as usize - 1] = Entry::Ptr(proto);
+            p
+        });
+        assert_eq!(
+            b.resolve(p),
+            KType::Ptr {
+                pointee: p + 1,
+                user: false
+            }
+        );
+        let name = b.type_name(p);
+        assert!(name.len() < 1 << 20, "{} bytes", name.len());
+        // A struct whose anonymous member is itself.
+        let (b, s) = build(|b| {
+            let s = b.declare();
+            b.types[s as usize - 1] = Entry::Raw {
+                name: "s",
+                kind: 4,
+                vlen: 2,
+                kflag: false,
+                size_type: 8,
+                extra: vec![0, s, 0, 0, s, 0],
+            };
+            s
+        });
+        assert!(b.field_names(s).is_empty());
+        assert!(b.field(s, "x").is_none());
+    }
+
+    /// Every truncation and many corruptions of the fixture's blob: errors or answers, but
+    /// never a panic or a hang.
+    #[test]
+    fn corrupt_fixture_never_panics() {
+        let data = Fixture::new().bytes().to_vec();
+        let use_all = |b: &Btf| {
+            for id in 0..b.type_count() as TypeId + 2 {
+                let _ = b.resolve(id);
+                let _ = b.type_name(id);
+                for n in b.field_names(id) {
+                    let _ = b.field(id, &n);
+                }
+            }
+            for n in b.function_names() {
+                let _ = b.function(&n);
+            }
+            let _ = b.function("vfs_read");
+            let _ = b.has_fsession();
+        };
+        for cut in 0..data.len() {
+            if let Ok(b) = Btf::from_bytes(data[..cut].to_vec()) {
+                use_all(&b);
+            }
+        }
+        for at in 0..data.len() {
+            // Two values everywhere, three more at every 16th byte (debug builds are slow).
+            let more = if at % 16 == 0 { 5 } else { 2 };
+            let values = [0xff, data[at] ^ 0x01, 0x00, 0x80, data[at].wrapping_add(1)];
+            for &v in &values[..more] {
+                let mut d = data.clone();
+                d[at] = v;
+                if let Ok(b) = Btf::from_bytes(d) {
+                    use_all(&b);
+                }
+            }
+        }
+    }
+}

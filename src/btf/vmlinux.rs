@@ -1066,6 +1066,9 @@ mod tests {
         assert_eq!(first.len(), names.len());
         for name in &names {
             assert_eq!(b.function_id(name), Some(first[name.as_str()]), "{name}");
+        }
+        // Scanning is slower (a pass over the strings each): a sample.
+        for name in names.iter().step_by(names.len() / 20) {
             assert_eq!(b.scan_function(name), Some(first[name.as_str()]), "{name}");
         }
         assert!(b.funcs.get().is_some());
@@ -1172,7 +1175,7 @@ mod tests {
         // Corruptions: random bytes, biased to the header and the first types, which the
         // queries above read.
         let type_start = 24;
-        for round in 0..96 {
+        for round in 0..64 {
             let mut d = data.clone();
             for _ in 0..1 + round % 8 {
                 let at = match round % 3 {
@@ -1192,12 +1195,12 @@ mod tests {
     fn find_all_finds_every_occurrence() {
         let hay = b"\0abc\0xabc\0abcabc\0ab";
         assert_eq!(find_all(hay, b"abc\0"), [1, 6, 13]);
-        assert_eq!(find_all(hay, b"ab"), [1, 6, 10, 13, 18]);
+        assert_eq!(find_all(hay, b"ab"), [1, 6, 10, 13, 17]);
         assert_eq!(find_all(hay, b"b\0"), Vec::<usize>::new());
         assert_eq!(find_all(hay, b""), Vec::<usize>::new());
         let long: Vec<u8> = (0..100u8).collect();
         for i in 0..100 {
-            assert_eq!(find_all(&long, &long[i..]), [i as usize]);
+            assert_eq!(find_all(&long, &long[i..]), [i]);
         }
     }
 }
