@@ -137,9 +137,7 @@ fn scripts_compile_or_fail_as_expected() {
             .to_string_lossy()
             .into_owned();
         let result = fslat::compile(&text, &kernel, Mode::Fsession);
-        if err_path.exists()
-            || result.is_err() && std::env::var_os("FSLAT_BLESS").is_some()
-        {
+        if err_path.exists() || result.is_err() && std::env::var_os("FSLAT_BLESS").is_some() {
             match result {
                 Ok(_) => failures.push(format!("{name}: compiled, but a diagnostic was expected")),
                 Err(diags) => {
