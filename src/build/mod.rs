@@ -1,6 +1,6 @@
 //! Stage 4: C → BPF object. clang runs in a temporary directory holding the generated C
 //! and the headers fslat carries; objects are cached by a hash of everything that goes
-//! into them.
+//! into them (the C, the headers, the flags and which clang).
 
 mod cache;
 
@@ -86,35 +86,37 @@ pub fn find_clang(explicit: Option<&Path>) -> Result<PathBuf, BuildError> {
 
 pub struct Compiler {
     clang: PathBuf,
-    /// `clang --version`, part of the cache key.
-    version: String,
+    /// Which clang binary this is (its real path, size and modification time), for the
+    /// cache key: cheaper than running `clang --version` on every start.
+    identity: String,
     cache: Option<cache::Cache>,
 }
 
 impl Compiler {
     pub fn new(clang: PathBuf, use_cache: bool) -> Result<Self, BuildError> {
-        let out = Command::new(&clang)
-            .arg("--version")
-            .output()
-            .map_err(|source| BuildError::ClangStart {
-                path: clang.clone(),
-                source,
-            })?;
-        let version = String::from_utf8_lossy(&out.stdout).into_owned();
+        use std::os::unix::fs::MetadataExt;
+        let start_error = |source| BuildError::ClangStart {
+            path: clang.clone(),
+            source,
+        };
+        let real = std::fs::canonicalize(&clang).map_err(start_error)?;
+        let meta = std::fs::metadata(&real).map_err(start_error)?;
+        let identity = format!(
+            "{} {} {}.{}",
+            real.display(),
+            meta.size(),
+            meta.mtime(),
+            meta.mtime_nsec()
+        );
         Ok(Compiler {
             clang,
-            version,
+            identity,
             cache: if use_cache {
                 cache::Cache::open()
             } else {
                 None
             },
         })
-    }
-
-    /// The first line of `clang --version`.
-    pub fn version(&self) -> &str {
-        self.version.lines().next().unwrap_or("")
     }
 
     /// Compiles `c` to a BPF object, from the cache when it was built before.
@@ -164,7 +166,7 @@ impl Compiler {
 
     fn key(&self, c: &str) -> String {
         let mut h = Sha256::new();
-        h.update(self.version.as_bytes());
+        h.update(self.identity.as_bytes());
         for f in CLANG_FLAGS {
             h.update(f.as_bytes());
             h.update([0]);
