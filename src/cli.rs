@@ -3,6 +3,7 @@
 
 use crate::btf::{Btf, KernelTypes};
 use crate::build::{BuildError, Compiler, find_clang};
+use crate::child::HeldChild;
 use crate::codegen::Mode;
 use crate::diag::{Source, render};
 use crate::output::{JsonWriter, TextWriter, Writer};
@@ -29,8 +30,12 @@ pub struct Args {
     pub program: Option<String>,
 
     /// Trace only this process (a TGID, 1 .. 4294967295)
-    #[arg(short, long, value_name = "TGID", value_parser = parse_pid)]
+    #[arg(short, long, value_name = "TGID", value_parser = parse_pid, conflicts_with = "cmd")]
     pub pid: Option<u32>,
+
+    /// Start CMD, trace only it, and stop when it exits
+    #[arg(short, long, value_name = "CMD", value_parser = non_empty)]
+    pub cmd: Option<String>,
 
     /// Stop after DUR (30, 30s, 500ms, 2m; more than 0, at most 24h)
     #[arg(short, long, value_name = "DUR", value_parser = parse_run_duration)]
@@ -215,6 +220,8 @@ pub enum CliError {
         path: String,
         source: std::io::Error,
     },
+    #[error("cannot start the command `{cmd}`: {source}")]
+    Command { cmd: String, source: std::io::Error },
     #[error(transparent)]
     Build(#[from] BuildError),
     #[error(transparent)]
@@ -323,9 +330,17 @@ fn run(args: &Args) -> Result<(), CliError> {
         return Ok(());
     }
 
+    // The command exists (and has a pid to filter on) before load; it runs once attached.
+    let child = match &args.cmd {
+        Some(cmd) => Some(HeldChild::spawn(cmd).map_err(|source| CliError::Command {
+            cmd: cmd.clone(),
+            source,
+        })?),
+        None => None,
+    };
     let settings = Settings {
         mode,
-        target_tgid: args.pid.unwrap_or(0),
+        target_tgid: child.as_ref().map_or(args.pid.unwrap_or(0), HeldChild::pid),
         duration: args.duration,
         ring_size: args.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
         verbose: args.verbose,
@@ -342,6 +357,7 @@ fn run(args: &Args) -> Result<(), CliError> {
         Format::Text => Box::new(TextWriter::new(sink)),
         Format::Json => Box::new(JsonWriter::new(sink)),
     };
+    let child = std::cell::RefCell::new(child);
     let labels: Vec<&str> = program.sessions.iter().map(|s| s.label.as_str()).collect();
     let mut attached = || {
         eprintln!(
@@ -351,6 +367,11 @@ fn run(args: &Args) -> Result<(), CliError> {
             labels.join(", "),
             mode.name()
         );
+        if let Some(c) = child.borrow_mut().as_mut()
+            && let Err(e) = c.release()
+        {
+            eprintln!("fslat: error: the command could not start: {e}");
+        }
     };
     let outcome = runtime::run(
         &program,
@@ -358,7 +379,13 @@ fn run(args: &Args) -> Result<(), CliError> {
         &settings,
         writer.as_mut(),
         &mut attached,
-        &mut || !signals::stop_requested(),
+        &mut || {
+            !signals::stop_requested()
+                && child
+                    .borrow_mut()
+                    .as_mut()
+                    .is_none_or(|c| c.exited().is_none())
+        },
     )?;
     if outcome.bad_records > 0 {
         eprintln!(

@@ -10,6 +10,7 @@
 pub mod btf;
 pub mod build;
 pub mod check;
+mod child;
 pub mod cli;
 pub mod codegen;
 pub mod diag;

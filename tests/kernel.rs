@@ -1,0 +1,1249 @@
+//! fslat's kernel tests: case files under `tests/kernel/cases/`, run against real kernels.
+//!
+//! On the host (`cargo test --test kernel`) this binary boots one qemu guest per kernel
+//! with `tests/vm/run` and runs itself in it (`--in-guest KERNEL`); in the guest it runs
+//! every case file, one at a time, and prints one `ok`/`FAIL`/`skip` line per case. The
+//! case format and the environment variables are described in `tests/kernel/README.md`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const KERNELS: [&str; 2] = ["sid", "bookworm"];
+const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
+const FSLAT: &str = env!("CARGO_BIN_EXE_fslat");
+/// Default for the whole guest run of one kernel (boot, every case, power-off).
+const DEFAULT_VM_TIMEOUT: u64 = 600;
+/// Where the guest's cases keep their files (the guest's /tmp is a fresh tmpfs).
+const GUEST_WORK: &str = "/tmp/fslat-kernel";
+/// The last line the guest prints; the host reads the counts from it.
+const RESULT_PREFIX: &str = "result: ";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--in-guest") {
+        let Some(kernel) = args.get(1) else {
+            eprintln!("kernel test: --in-guest needs a kernel name");
+            return ExitCode::from(2);
+        };
+        return guest(kernel);
+    }
+    host(&args)
+}
+
+fn cases_dir() -> PathBuf {
+    Path::new(MANIFEST_DIR).join("tests/kernel/cases")
+}
+
+/// The case files, sorted by name, that pass the filter (a substring of the file name).
+fn case_files(filter: Option<&str>) -> Result<Vec<PathBuf>, String> {
+    let dir = cases_dir();
+    let entries = fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "case"))
+        .filter(|p| filter.is_none_or(|f| file_name(p).contains(f)))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+// ---------------------------------------------------------------------------------------
+// Host side
+// ---------------------------------------------------------------------------------------
+
+#[derive(Default)]
+struct Tally {
+    run: u64,
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+}
+
+fn host(args: &[String]) -> ExitCode {
+    // `cargo test NAME` passes NAME to every test binary: here it filters the case files
+    // (and when it names none of them, nothing is booted). Other flags are libtest's and
+    // mean nothing here.
+    let mut filter = env_nonempty("FSLAT_CASES");
+    for a in args {
+        match a.as_str() {
+            "--list" => {
+                match case_files(None) {
+                    Ok(files) => {
+                        for f in files {
+                            println!("{}: test", file_name(&f));
+                        }
+                    }
+                    Err(e) => eprintln!("kernel test: {e}"),
+                }
+                return ExitCode::SUCCESS;
+            }
+            s if s.starts_with('-') => {}
+            s => filter = Some(s.to_string()),
+        }
+    }
+
+    let kernels: Vec<String> = match env_nonempty("FSLAT_KERNELS") {
+        Some(list) => list
+            .split(',')
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .collect(),
+        None => KERNELS.iter().map(|k| k.to_string()).collect(),
+    };
+    if let Some(bad) = kernels.iter().find(|k| !KERNELS.contains(&k.as_str())) {
+        println!("kernel test: FSLAT_KERNELS names '{bad}'; the kernels are sid and bookworm");
+        println!("0 passed, 1 failed");
+        return ExitCode::FAILURE;
+    }
+
+    match case_files(filter.as_deref()) {
+        Ok(files) if files.is_empty() => {
+            println!(
+                "kernel test: no case file in {} matches {:?}; nothing to run",
+                cases_dir().display(),
+                filter.as_deref().unwrap_or("")
+            );
+            println!("0 passed, 0 failed");
+            return if filter.is_some() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
+        Ok(_) => {}
+        Err(e) => {
+            println!("kernel test: {e}");
+            println!("0 passed, 1 failed");
+            return ExitCode::FAILURE;
+        }
+    }
+
+    let timeout = match env_nonempty("FSLAT_VM_TIMEOUT") {
+        None => DEFAULT_VM_TIMEOUT,
+        Some(t) => match t.trim().parse::<u64>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                println!("kernel test: FSLAT_VM_TIMEOUT={t:?} is not a positive integer");
+                println!("0 passed, 1 failed");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+
+    let mut passed = 0;
+    let mut failed = 0;
+    let mut summaries = Vec::new();
+    for k in &kernels {
+        let t = run_kernel(k, timeout, filter.as_deref());
+        passed += t.passed;
+        failed += t.failed;
+        summaries.push((k, t));
+    }
+    if summaries.len() > 1 {
+        println!();
+        for (k, t) in &summaries {
+            println!(
+                "kernel {k}: {} run, {} passed, {} failed, {} skipped",
+                t.run, t.passed, t.failed, t.skipped
+            );
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Boots one guest and runs every case in it, streaming its output.
+fn run_kernel(kernel: &str, timeout: u64, filter: Option<&str>) -> Tally {
+    let started = Instant::now();
+    let root = Path::new(MANIFEST_DIR);
+    let runner = root.join("tests/vm/run");
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            println!("kernel {kernel}: FAILED: cannot find this test binary: {e}");
+            return Tally {
+                failed: 1,
+                ..Tally::default()
+            };
+        }
+    };
+    println!("== kernel {kernel}: booting (tests/vm/run --kernel {kernel}, timeout {timeout} s)");
+    let _ = std::io::stdout().flush();
+    let mut cmd = Command::new(&runner);
+    cmd.args([
+        "--kernel",
+        kernel,
+        "--timeout",
+        &timeout.to_string(),
+        "-n",
+        "--",
+    ])
+    .arg(&exe)
+    .args(["--in-guest", kernel])
+    .current_dir(root)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
+    if let Some(f) = filter {
+        // FSLAT_* variables reach the guest.
+        cmd.env("FSLAT_CASES", f);
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            println!(
+                "kernel {kernel}: FAILED: cannot start {}: {e}; run tests/vm/setup-host",
+                runner.display()
+            );
+            return Tally {
+                failed: 1,
+                ..Tally::default()
+            };
+        }
+    };
+
+    let mut seen = Tally::default();
+    let mut result: Option<Tally> = None;
+    let stdout = child.stdout.take().expect("piped stdout");
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        if let Some(release) = line.strip_prefix("kernel: ") {
+            println!("== kernel {kernel}: Linux {release}");
+        } else if let Some(r) = line.strip_prefix(RESULT_PREFIX) {
+            result = parse_result(r);
+        } else {
+            if line.starts_with("ok   ") {
+                seen.passed += 1;
+            } else if line.starts_with("FAIL ") {
+                seen.failed += 1;
+            } else if line.starts_with("skip ") {
+                seen.skipped += 1;
+            }
+            println!("{line}");
+        }
+        let _ = std::io::stdout().flush();
+    }
+    let status = child.wait();
+    let secs = started.elapsed().as_secs_f64();
+    let code = status.as_ref().ok().and_then(ExitStatus::code);
+
+    // Why the guest run itself went wrong, if it did.
+    let problem = match code {
+        Some(0) | Some(1) if result.is_some() => None,
+        Some(2) => Some(format!(
+            "tests/vm/run could not start the {kernel} guest (exit 2: the kernel is not \
+             fetched, or qemu/virtiofsd/static busybox is missing; its message is above). \
+             Run tests/vm/setup-host, then try again"
+        )),
+        Some(124) => Some(format!(
+            "the {kernel} guest timed out after {timeout} s (exit 124; console above). \
+             A case hung, or the run needs more time: FSLAT_VM_TIMEOUT=SECS"
+        )),
+        Some(125) => Some(format!(
+            "the {kernel} guest died without an exit code (exit 125; console above). \
+             Check the VM setup with tests/vm/selftest; tests/vm/setup-host installs what is missing"
+        )),
+        other => Some(format!(
+            "the guest run ended without its result line (tests/vm/run exit {}); \
+             the test binary failed in the guest (output above)",
+            other.map_or_else(|| format!("{status:?}"), |c| c.to_string())
+        )),
+    };
+
+    let mut t = match result {
+        Some(r) => r,
+        None => Tally {
+            run: seen.passed + seen.failed,
+            ..seen
+        },
+    };
+    if let Some(p) = problem {
+        println!("kernel {kernel}: FAILED: {p}");
+        t.failed += 1;
+    }
+    println!(
+        "kernel {kernel}: {} cases run, {} passed, {} failed ({secs:.0} s)",
+        t.run, t.passed, t.failed
+    );
+    let _ = std::io::stdout().flush();
+    t
+}
+
+/// `run=N passed=N failed=N skipped=N`
+fn parse_result(s: &str) -> Option<Tally> {
+    let mut t = Tally::default();
+    for kv in s.split_whitespace() {
+        let (k, v) = kv.split_once('=')?;
+        let v: u64 = v.parse().ok()?;
+        match k {
+            "run" => t.run = v,
+            "passed" => t.passed = v,
+            "failed" => t.failed = v,
+            "skipped" => t.skipped = v,
+            _ => {}
+        }
+    }
+    Some(t)
+}
+
+// ---------------------------------------------------------------------------------------
+// Case files
+// ---------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Requires {
+    Fsession,
+    NoFsession,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Stop {
+    Int,
+    Term,
+    SelfEnd,
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Op {
+    Eq,
+    Ne,
+    Ge,
+    Le,
+    Gt,
+    Lt,
+}
+
+impl Op {
+    fn as_str(self) -> &'static str {
+        match self {
+            Op::Eq => "==",
+            Op::Ne => "!=",
+            Op::Ge => ">=",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Lt => "<",
+        }
+    }
+
+    fn holds<T: PartialOrd>(self, a: &T, b: &T) -> bool {
+        match self {
+            Op::Eq => a == b,
+            Op::Ne => a != b,
+            Op::Ge => a >= b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Lt => a < b,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum CondValue {
+    Num(i128),
+    Str(String),
+}
+
+#[derive(Clone, Debug)]
+enum Cond {
+    /// `matched == events + dropped`
+    Ledger,
+    Cmp(String, Op, CondValue),
+}
+
+#[derive(Clone, Debug)]
+enum Expect {
+    Line(String),
+    Regex(String),
+    NotRegex(String),
+    StderrRegex(String),
+    LinesRegex(String, u64),
+    Summary(Option<String>, Vec<Cond>),
+}
+
+#[derive(Debug)]
+struct Case {
+    name: String,
+    requires: Option<Requires>,
+    workload: Option<Vec<String>>,
+    prog: Option<String>,
+    args: Vec<String>,
+    stop: Stop,
+    timeout: Duration,
+    exit: i32,
+    expects: Vec<(String, Expect)>,
+}
+
+fn parse_case(text: &str) -> Result<Case, String> {
+    let mut name = None;
+    let mut requires = None;
+    let mut workload = None;
+    let mut prog: Option<String> = None;
+    let mut args = Vec::new();
+    let mut stop = None;
+    let mut timeout = None;
+    let mut exit = None;
+    let mut expects = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let err = |m: String| format!("line {}: {m}", n + 1);
+        let (directive, rest) = match line.split_once(char::is_whitespace) {
+            Some((d, r)) => (d, r.trim()),
+            None => (line, ""),
+        };
+        let need = |what: &str| -> Result<(), String> {
+            if rest.is_empty() {
+                Err(err(format!("{directive} needs {what}")))
+            } else {
+                Ok(())
+            }
+        };
+        let once = |seen: bool| -> Result<(), String> {
+            if seen {
+                Err(err(format!("{directive} given twice")))
+            } else {
+                Ok(())
+            }
+        };
+        match directive {
+            "NAME" => {
+                need("a text")?;
+                once(name.is_some())?;
+                name = Some(rest.to_string());
+            }
+            "REQUIRES" => {
+                once(requires.is_some())?;
+                requires = Some(match rest {
+                    "fsession" => Requires::Fsession,
+                    "no-fsession" => Requires::NoFsession,
+                    _ => return Err(err(format!("REQUIRES {rest:?}: fsession or no-fsession"))),
+                });
+            }
+            "WORKLOAD" => {
+                need("workload.py arguments")?;
+                once(workload.is_some())?;
+                workload = Some(rest.split_whitespace().map(String::from).collect());
+            }
+            "PROG" => {
+                need("a program")?;
+                // Several PROG lines make one program, one line each.
+                prog = Some(match prog {
+                    Some(p) => format!("{p}\n{rest}"),
+                    None => rest.to_string(),
+                });
+            }
+            "ARGS" => {
+                need("arguments")?;
+                args.extend(rest.split_whitespace().map(String::from));
+            }
+            "STOP" => {
+                once(stop.is_some())?;
+                stop = Some(match rest {
+                    "int" => Stop::Int,
+                    "term" => Stop::Term,
+                    "self" => Stop::SelfEnd,
+                    _ => return Err(err(format!("STOP {rest:?}: int, term or self"))),
+                });
+            }
+            "TIMEOUT" => {
+                once(timeout.is_some())?;
+                match rest.parse::<u64>() {
+                    Ok(s) if s > 0 => timeout = Some(Duration::from_secs(s)),
+                    _ => return Err(err(format!("TIMEOUT {rest:?}: whole seconds, > 0"))),
+                }
+            }
+            "EXPECT_EXIT" => {
+                once(exit.is_some())?;
+                exit = Some(
+                    rest.parse::<i32>()
+                        .map_err(|_| err(format!("EXPECT_EXIT {rest:?}: an integer")))?,
+                );
+            }
+            "EXPECT" => {
+                need("a line")?;
+                expects.push((line.to_string(), Expect::Line(rest.to_string())));
+            }
+            "EXPECT_REGEX" | "NOT_EXPECT_REGEX" | "EXPECT_STDERR_REGEX" => {
+                need("a regular expression")?;
+                let re = rest.to_string();
+                let e = match directive {
+                    "EXPECT_REGEX" => Expect::Regex(re),
+                    "NOT_EXPECT_REGEX" => Expect::NotRegex(re),
+                    _ => Expect::StderrRegex(re),
+                };
+                expects.push((line.to_string(), e));
+            }
+            "EXPECT_LINES_REGEX" => {
+                let Some((re, count)) = rest.rsplit_once(char::is_whitespace) else {
+                    return Err(err("EXPECT_LINES_REGEX needs a regex and a count".into()));
+                };
+                let count = count
+                    .parse::<u64>()
+                    .map_err(|_| err(format!("EXPECT_LINES_REGEX: {count:?} is not a count")))?;
+                let re = re.trim();
+                if re.is_empty() {
+                    return Err(err("EXPECT_LINES_REGEX needs a regex and a count".into()));
+                }
+                expects.push((line.to_string(), Expect::LinesRegex(re.to_string(), count)));
+            }
+            "EXPECT_SUMMARY" => {
+                need("conditions")?;
+                let mut words = rest.split_whitespace().peekable();
+                let label = match words.peek() {
+                    Some(w) if w.ends_with(':') => {
+                        let l = w.trim_end_matches(':').to_string();
+                        words.next();
+                        Some(l)
+                    }
+                    _ => None,
+                };
+                let conds = words
+                    .map(parse_cond)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(err)?;
+                if conds.is_empty() {
+                    return Err(err("EXPECT_SUMMARY needs conditions".into()));
+                }
+                expects.push((line.to_string(), Expect::Summary(label, conds)));
+            }
+            _ => return Err(err(format!("unknown directive {directive:?}"))),
+        }
+    }
+    let name = name.ok_or("no NAME line")?;
+    let uses_pid = prog.as_deref().is_some_and(|p| p.contains("$PID"))
+        || args.iter().any(|a| a.contains("$PID"))
+        || expects.iter().any(|(l, _)| l.contains("$PID"));
+    if uses_pid && workload.is_none() {
+        return Err("$PID is used but there is no WORKLOAD".into());
+    }
+    Ok(Case {
+        name,
+        requires,
+        workload,
+        prog,
+        args,
+        stop: stop.unwrap_or(Stop::Int),
+        timeout: timeout.unwrap_or(Duration::from_secs(60)),
+        exit: exit.unwrap_or(0),
+        expects,
+    })
+}
+
+/// `field OP value`, or `ledger`.
+fn parse_cond(w: &str) -> Result<Cond, String> {
+    if w == "ledger" {
+        return Ok(Cond::Ledger);
+    }
+    let bad = || format!("condition {w:?}: want FIELD OP VALUE with OP one of == != >= <= > <");
+    let at = w.find(['=', '!', '<', '>']).ok_or_else(bad)?;
+    let (field, rest) = w.split_at(at);
+    let (op, value) = if let Some(v) = rest.strip_prefix("==") {
+        (Op::Eq, v)
+    } else if let Some(v) = rest.strip_prefix("!=") {
+        (Op::Ne, v)
+    } else if let Some(v) = rest.strip_prefix(">=") {
+        (Op::Ge, v)
+    } else if let Some(v) = rest.strip_prefix("<=") {
+        (Op::Le, v)
+    } else if let Some(v) = rest.strip_prefix('>') {
+        (Op::Gt, v)
+    } else if let Some(v) = rest.strip_prefix('<') {
+        (Op::Lt, v)
+    } else {
+        return Err(bad());
+    };
+    if field.is_empty() || value.is_empty() {
+        return Err(bad());
+    }
+    let value = match value.parse::<i128>() {
+        Ok(n) => CondValue::Num(n),
+        Err(_) if matches!(op, Op::Eq | Op::Ne) => CondValue::Str(value.to_string()),
+        Err(_) => return Err(format!("condition {w:?}: {value:?} is not a number")),
+    };
+    Ok(Cond::Cmp(field.to_string(), op, value))
+}
+
+// ---------------------------------------------------------------------------------------
+// Guest side
+// ---------------------------------------------------------------------------------------
+
+fn guest(kernel: &str) -> ExitCode {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|e| format!("(unknown: {e})"));
+    println!("kernel: {release}");
+    let btf = fs::read("/sys/kernel/btf/vmlinux");
+    let fsession = btf
+        .as_ref()
+        .is_ok_and(|b| b.windows(18).any(|w| w == b"BPF_TRACE_FSESSION"));
+    println!(
+        "features: fsession={}, fentry=yes",
+        if fsession { "yes" } else { "no" }
+    );
+
+    let mut t = Tally::default();
+    if let Err(e) = &btf {
+        engine_fail(
+            &mut t,
+            "(engine): /sys/kernel/btf/vmlinux",
+            format!("cannot read it: {e}"),
+        );
+    }
+    // The two guests are chosen for what they lack or have: a guest that does not match
+    // would silently turn the fsession cases (or the fentry-only ones) into skips.
+    let expected = match kernel {
+        "sid" => Some(true),
+        "bookworm" => Some(false),
+        _ => None,
+    };
+    if let Some(want) = expected
+        && want != fsession
+    {
+        engine_fail(
+            &mut t,
+            "(engine): feature detection",
+            format!(
+                "the {kernel} guest ({release}) is expected to {} fsession, but \
+                 /sys/kernel/btf/vmlinux {} BPF_TRACE_FSESSION",
+                if want { "have" } else { "lack" },
+                if fsession { "names" } else { "does not name" }
+            ),
+        );
+    }
+
+    let filter = env_nonempty("FSLAT_CASES");
+    // FSLAT_SHOW=1: the details of passing cases too, as for failures.
+    let show = env_nonempty("FSLAT_SHOW").is_some_and(|v| v != "0");
+    let files = match case_files(filter.as_deref()) {
+        Ok(f) => f,
+        Err(e) => {
+            engine_fail(&mut t, "(engine): case files", e);
+            Vec::new()
+        }
+    };
+    let _ = fs::remove_dir_all(GUEST_WORK);
+    if let Err(e) = fs::create_dir_all(GUEST_WORK) {
+        engine_fail(
+            &mut t,
+            "(engine): work directory",
+            format!("cannot create {GUEST_WORK}: {e}"),
+        );
+    }
+    let _ = std::io::stdout().flush();
+
+    for path in &files {
+        let file = file_name(path);
+        let case = match fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| parse_case(&text))
+        {
+            Ok(c) => c,
+            Err(e) => {
+                t.run += 1;
+                t.failed += 1;
+                println!("FAIL {file}: (cannot parse the case file)");
+                print_indented("", &format!("- {e}"));
+                let _ = std::io::stdout().flush();
+                continue;
+            }
+        };
+        match case.requires {
+            Some(Requires::Fsession) if !fsession => {
+                t.skipped += 1;
+                println!(
+                    "skip {file}: {} (needs fsession; {release} has none)",
+                    case.name
+                );
+                continue;
+            }
+            Some(Requires::NoFsession) if fsession => {
+                t.skipped += 1;
+                println!(
+                    "skip {file}: {} (needs a kernel without fsession)",
+                    case.name
+                );
+                continue;
+            }
+            _ => {}
+        }
+        t.run += 1;
+        let stem = file.trim_end_matches(".case");
+        let dir = Path::new(GUEST_WORK).join(stem);
+        let run = run_case(&case, &dir);
+        if run.failures.is_empty() {
+            t.passed += 1;
+            println!("ok   {file}: {}", case.name);
+            if show {
+                println!("{}", run.report());
+            }
+        } else {
+            t.failed += 1;
+            println!("FAIL {file}: {}", case.name);
+            println!("{}", run.report());
+        }
+        let _ = std::io::stdout().flush();
+    }
+    println!(
+        "{RESULT_PREFIX}run={} passed={} failed={} skipped={}",
+        t.run, t.passed, t.failed, t.skipped
+    );
+    let _ = std::io::stdout().flush();
+    if t.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A failure of the engine or the guest itself, not of one case: it counts as a failed case.
+fn engine_fail(t: &mut Tally, what: &str, detail: String) {
+    println!("FAIL {what}");
+    print_indented("", &format!("- {detail}"));
+    t.run += 1;
+    t.failed += 1;
+}
+
+fn print_indented(prefix: &str, text: &str) {
+    for l in text.lines() {
+        println!("{prefix}    {l}");
+    }
+}
+
+/// What happened in one case, for the report.
+#[derive(Default)]
+struct Run {
+    failures: Vec<String>,
+    command: String,
+    workload: Option<String>,
+    status: String,
+    secs: f64,
+    stdout: String,
+    stderr: String,
+    workload_out: String,
+}
+
+impl Run {
+    fn report(&self) -> String {
+        let mut r = String::new();
+        for f in &self.failures {
+            let _ = writeln!(r, "    - {f}");
+        }
+        if let Some(w) = &self.workload {
+            let _ = writeln!(r, "    workload: {w}");
+        }
+        let mut outputs = Vec::new();
+        if self.command.is_empty() {
+            let _ = writeln!(r, "    fslat: not started");
+        } else {
+            let _ = writeln!(r, "    command: {}", self.command);
+            let _ = writeln!(r, "    fslat: {} after {:.1} s", self.status, self.secs);
+            outputs.push(("stdout", &self.stdout));
+            outputs.push(("stderr", &self.stderr));
+        }
+        if self.workload.is_some() {
+            outputs.push(("workload stderr", &self.workload_out));
+        }
+        for (what, text) in outputs {
+            if text.is_empty() {
+                let _ = writeln!(r, "    {what}: (empty)");
+                continue;
+            }
+            let _ = writeln!(r, "    {what}:");
+            let lines: Vec<&str> = text.lines().collect();
+            const HEAD: usize = 40;
+            const TAIL: usize = 20;
+            if lines.len() <= HEAD + TAIL + 1 {
+                for l in &lines {
+                    let _ = writeln!(r, "      | {l}");
+                }
+            } else {
+                for l in &lines[..HEAD] {
+                    let _ = writeln!(r, "      | {l}");
+                }
+                let _ = writeln!(r, "      | ... {} lines ...", lines.len() - HEAD - TAIL);
+                for l in &lines[lines.len() - TAIL..] {
+                    let _ = writeln!(r, "      | {l}");
+                }
+            }
+        }
+        r.trim_end().to_string()
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn describe(program: &str, args: &[String]) -> String {
+    let mut s = shell_quote(program);
+    for a in args {
+        s.push(' ');
+        s.push_str(&shell_quote(a));
+    }
+    s
+}
+
+fn describe_status(s: &ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => format!("{s:?}"),
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on a child this process spawned and has not reaped yet.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, sig);
+    }
+}
+
+fn kill_and_reap(child: &mut Child) {
+    if let Ok(None) = child.try_wait() {
+        signal(child, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+/// Waits for `child` until `deadline`; None when it is still running then.
+fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        sleep(Duration::from_millis(20));
+    }
+}
+
+fn read_lossy(p: &Path) -> String {
+    fs::read(p)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+fn run_case(case: &Case, dir: &Path) -> Run {
+    let mut run = Run::default();
+    let _ = fs::remove_dir_all(dir);
+    if let Err(e) = fs::create_dir_all(dir) {
+        run.failures
+            .push(format!("cannot create {}: {e}", dir.display()));
+        return run;
+    }
+    let go = dir.join("go");
+    let out_path = dir.join("fslat.out");
+    let err_path = dir.join("fslat.err");
+    let wout_path = dir.join("workload.out");
+    let werr_path = dir.join("workload.err");
+    let start = Instant::now();
+    let deadline = start + case.timeout;
+
+    // The workload first: it prints its pid, then waits for the go file.
+    let mut workload: Option<Child> = None;
+    let mut pid = None;
+    if let Some(wargs) = &case.workload {
+        let mut argv: Vec<String> = vec![
+            "tests/kernel/workload.py".into(),
+            "--go".into(),
+            go.to_string_lossy().into_owned(),
+        ];
+        argv.extend(wargs.iter().cloned());
+        let desc = describe("python3", &argv);
+        run.workload = Some(desc.clone());
+        let spawned = (|| -> std::io::Result<Child> {
+            Command::new("python3")
+                .args(&argv)
+                .current_dir(MANIFEST_DIR)
+                .stdin(Stdio::null())
+                .stdout(fs::File::create(&wout_path)?)
+                .stderr(fs::File::create(&werr_path)?)
+                .spawn()
+        })();
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) => {
+                run.failures.push(format!("cannot start the workload: {e}"));
+                return run;
+            }
+        };
+        // Its first line is its pid.
+        loop {
+            let text = read_lossy(&wout_path);
+            if let Some((first, _)) = text.split_once('\n') {
+                match first.trim().parse::<u32>() {
+                    Ok(p) => pid = Some(p),
+                    Err(_) => run
+                        .failures
+                        .push(format!("the workload's first line {first:?} is not a pid")),
+                }
+                break;
+            }
+            if let Ok(Some(s)) = child.try_wait() {
+                run.failures.push(format!(
+                    "the workload ended ({}) before printing its pid",
+                    describe_status(&s)
+                ));
+                break;
+            }
+            if Instant::now() >= deadline {
+                run.failures
+                    .push("timed out waiting for the workload's pid".to_string());
+                break;
+            }
+            sleep(Duration::from_millis(20));
+        }
+        if let Some(p) = pid {
+            run.workload = Some(format!("{desc}  (pid {p})"));
+        }
+        workload = Some(child);
+        if !run.failures.is_empty() {
+            if let Some(w) = workload.as_mut() {
+                kill_and_reap(w);
+            }
+            run.workload_out = read_lossy(&werr_path);
+            return run;
+        }
+    }
+
+    let subst = |s: &str| match pid {
+        Some(p) => s.replace("$PID", &p.to_string()),
+        None => s.to_string(),
+    };
+    let mut argv = Vec::new();
+    if let Some(p) = &case.prog {
+        argv.push("-e".to_string());
+        argv.push(subst(p));
+    }
+    argv.extend(case.args.iter().map(|a| subst(a)));
+    run.command = describe("fslat", &argv);
+
+    let spawned = (|| -> std::io::Result<Child> {
+        Command::new(FSLAT)
+            .args(&argv)
+            .current_dir(MANIFEST_DIR)
+            .stdin(Stdio::null())
+            .stdout(fs::File::create(&out_path)?)
+            .stderr(fs::File::create(&err_path)?)
+            .spawn()
+    })();
+    let mut fslat = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            run.failures.push(format!("cannot start {FSLAT}: {e}"));
+            if let Some(w) = workload.as_mut() {
+                kill_and_reap(w);
+            }
+            return run;
+        }
+    };
+
+    // Wait for the Tracing line (or for fslat to end without it).
+    let mut tracing = false;
+    let mut status = None;
+    let mut timed_out = None;
+    loop {
+        if read_lossy(&err_path)
+            .lines()
+            .any(|l| l.starts_with("Tracing"))
+        {
+            tracing = true;
+            break;
+        }
+        if let Ok(Some(s)) = fslat.try_wait() {
+            // It may have written the line just before it ended.
+            tracing = read_lossy(&err_path)
+                .lines()
+                .any(|l| l.starts_with("Tracing"));
+            status = Some(s);
+            break;
+        }
+        if Instant::now() >= deadline {
+            timed_out = Some("waiting for the Tracing line");
+            break;
+        }
+        sleep(Duration::from_millis(20));
+    }
+    let traced_at = Instant::now();
+
+    let mut workload_status = None;
+    if tracing && timed_out.is_none() {
+        if let Some(w) = workload.as_mut() {
+            if let Err(e) = fs::write(&go, b"") {
+                run.failures
+                    .push(format!("cannot create the go file {}: {e}", go.display()));
+            }
+            workload_status = wait_until(w, deadline);
+            if workload_status.is_none() {
+                timed_out = Some("waiting for the workload to end");
+            }
+        }
+        if timed_out.is_none() && status.is_none() {
+            let sig = match case.stop {
+                Stop::Int => Some(libc::SIGINT),
+                Stop::Term => Some(libc::SIGTERM),
+                Stop::SelfEnd => None,
+            };
+            if let Some(sig) = sig {
+                if workload.is_none() {
+                    let when = traced_at + Duration::from_secs(1);
+                    while Instant::now() < when && matches!(fslat.try_wait(), Ok(None)) {
+                        sleep(Duration::from_millis(20));
+                    }
+                }
+                if let Ok(None) = fslat.try_wait() {
+                    signal(&fslat, sig);
+                }
+            }
+            status = wait_until(&mut fslat, deadline);
+            if status.is_none() {
+                timed_out = Some(match case.stop {
+                    Stop::SelfEnd => "waiting for fslat to end by itself",
+                    _ => "waiting for fslat to end after the signal",
+                });
+            }
+        }
+    }
+    if status.is_none() {
+        status = fslat.try_wait().ok().flatten();
+    }
+    if status.is_none() {
+        kill_and_reap(&mut fslat);
+    }
+    if let Some(w) = workload.as_mut()
+        && workload_status.is_none()
+    {
+        // fslat ended before tracing (an error case) or the case timed out: the workload
+        // never got its go file, or was still running.
+        kill_and_reap(w);
+    }
+    run.secs = start.elapsed().as_secs_f64();
+    run.stdout = read_lossy(&out_path);
+    run.stderr = read_lossy(&err_path);
+    run.workload_out = read_lossy(&werr_path);
+    run.status = match &status {
+        Some(s) => describe_status(s),
+        None => "killed (timeout)".to_string(),
+    };
+
+    if let Some(what) = timed_out {
+        run.failures.push(format!(
+            "timed out after {} s {what}",
+            case.timeout.as_secs()
+        ));
+        return run;
+    }
+    if let Some(ws) = workload_status
+        && !ws.success()
+    {
+        run.failures
+            .push(format!("the workload failed ({})", describe_status(&ws)));
+    }
+    match status.and_then(|s| s.code()) {
+        Some(c) if c == case.exit => {}
+        _ => run.failures.push(format!(
+            "EXPECT_EXIT {}: fslat ended with {}",
+            case.exit, run.status
+        )),
+    }
+    for (line, e) in &case.expects {
+        if let Err(why) = check(e, &subst, &run, &out_path, &err_path) {
+            run.failures.push(format!("{}: {why}", subst(line)));
+        }
+    }
+    run
+}
+
+/// Lines of `file` that `grep -E` matches.
+fn grep_count(re: &str, file: &Path) -> Result<u64, String> {
+    let out = Command::new("grep")
+        .args(["-E", "-c", "-e", re, "--"])
+        .arg(file)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run grep: {e}"))?;
+    match out.status.code() {
+        Some(0) | Some(1) => String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .map_err(|_| "grep printed no count".to_string()),
+        _ => Err(format!(
+            "grep -E failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+    }
+}
+
+fn check(
+    e: &Expect,
+    subst: &dyn Fn(&str) -> String,
+    run: &Run,
+    out: &Path,
+    err: &Path,
+) -> Result<(), String> {
+    match e {
+        Expect::Line(l) => {
+            let l = subst(l);
+            if run.stdout.lines().any(|x| x == l) {
+                Ok(())
+            } else {
+                Err("no stdout line is exactly this".into())
+            }
+        }
+        Expect::Regex(re) => match grep_count(&subst(re), out)? {
+            0 => Err("no stdout line matches".into()),
+            _ => Ok(()),
+        },
+        Expect::NotRegex(re) => match grep_count(&subst(re), out)? {
+            0 => Ok(()),
+            n => Err(format!("{n} stdout lines match")),
+        },
+        Expect::StderrRegex(re) => match grep_count(&subst(re), err)? {
+            0 => Err("no stderr line matches".into()),
+            _ => Ok(()),
+        },
+        Expect::LinesRegex(re, want) => match grep_count(&subst(re), out)? {
+            n if n == *want => Ok(()),
+            n => Err(format!("{n} stdout lines match, not {want}")),
+        },
+        Expect::Summary(label, conds) => {
+            let Some(fields) = find_summary(&run.stdout, label.as_deref()) else {
+                return Err(match label {
+                    Some(l) => format!("no summary for session {l:?} on stdout"),
+                    None => "no summary on stdout".into(),
+                });
+            };
+            let mut bad = Vec::new();
+            for c in conds {
+                if let Err(why) = check_cond(c, &fields) {
+                    bad.push(why);
+                }
+            }
+            if bad.is_empty() {
+                Ok(())
+            } else {
+                Err(bad.join("; "))
+            }
+        }
+    }
+}
+
+/// The fields of the first summary (for `label`, if given): a text `SUMMARY LABEL k=v...`
+/// line or a JSON `{"type":"summary","session":LABEL,...}` line.
+fn find_summary(stdout: &str, label: Option<&str>) -> Option<BTreeMap<String, String>> {
+    for line in stdout.lines() {
+        let mut fields = BTreeMap::new();
+        let session;
+        if let Some(rest) = line.strip_prefix("SUMMARY ") {
+            let mut words = rest.split_whitespace();
+            session = words.next().unwrap_or("").to_string();
+            for w in words {
+                if let Some((k, v)) = w.split_once('=') {
+                    fields.insert(k.to_string(), v.to_string());
+                }
+            }
+        } else if line.starts_with('{') {
+            let Ok(serde_json::Value::Object(obj)) = serde_json::from_str(line) else {
+                continue;
+            };
+            if obj.get("type").and_then(|t| t.as_str()) != Some("summary") {
+                continue;
+            }
+            session = obj
+                .get("session")
+                .and_then(|s| s.as_str())
+                .unwrap_or("")
+                .to_string();
+            for (k, v) in obj {
+                let v = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                fields.insert(k, v);
+            }
+        } else {
+            continue;
+        }
+        if label.is_none_or(|l| l == session) {
+            return Some(fields);
+        }
+    }
+    None
+}
+
+fn number(fields: &BTreeMap<String, String>, name: &str) -> Result<i128, String> {
+    let v = fields
+        .get(name)
+        .ok_or_else(|| format!("the summary has no field {name}"))?;
+    v.parse().map_err(|_| format!("{name}={v} is not a number"))
+}
+
+fn check_cond(c: &Cond, fields: &BTreeMap<String, String>) -> Result<(), String> {
+    match c {
+        Cond::Ledger => {
+            let m = number(fields, "matched")?;
+            let e = number(fields, "events")?;
+            let d = number(fields, "dropped")?;
+            if m == e + d {
+                Ok(())
+            } else {
+                Err(format!(
+                    "ledger: matched={m} but events + dropped = {e} + {d} = {}",
+                    e + d
+                ))
+            }
+        }
+        Cond::Cmp(field, op, CondValue::Num(want)) => {
+            let got = number(fields, field)?;
+            if op.holds(&got, want) {
+                Ok(())
+            } else {
+                Err(format!("{field}={got}, want {field}{}{want}", op.as_str()))
+            }
+        }
+        Cond::Cmp(field, op, CondValue::Str(want)) => {
+            let got = fields
+                .get(field)
+                .ok_or_else(|| format!("the summary has no field {field}"))?;
+            if op.holds(got, want) {
+                Ok(())
+            } else {
+                Err(format!("{field}={got}, want {field}{}{want}", op.as_str()))
+            }
+        }
+    }
+}
