@@ -266,38 +266,59 @@ fn printable(line: &str) -> String {
 /// The closest candidates to `name`, best first, for "did you mean" hints.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let limit = (name.len() / 3).max(1) + 1;
+    let mut rows = Rows::default();
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
         .filter(|c| c.len().abs_diff(name.len()) <= limit)
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
+        .filter_map(|c| Some((rows.distance(name, c, limit)?, c)))
         .collect();
     scored.sort();
     scored.into_iter().take(3).map(|(_, c)| c).collect()
 }
 
-/// Optimal string alignment distance: `raed` for `read` is one mistake, not two.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            d[i][j] = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
-            }
+/// Buffers for `distance`, reused across the ~60 000 names of a kernel.
+#[derive(Default)]
+struct Rows {
+    two_back: Vec<usize>,
+    prev: Vec<usize>,
+    cur: Vec<usize>,
+}
+
+impl Rows {
+    /// Optimal string alignment distance (`raed` for `read` is one mistake, not two), or
+    /// `None` as soon as it must exceed `limit`.
+    fn distance(&mut self, a: &str, b: &str, limit: usize) -> Option<usize> {
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        let n = b.len() + 1;
+        for row in [&mut self.two_back, &mut self.prev, &mut self.cur] {
+            row.clear();
+            row.resize(n, 0);
         }
+        for (j, cell) in self.prev.iter_mut().enumerate() {
+            *cell = j;
+        }
+        for i in 1..=a.len() {
+            self.cur[0] = i;
+            let mut best = i;
+            for j in 1..n {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                let mut d = (self.prev[j] + 1)
+                    .min(self.cur[j - 1] + 1)
+                    .min(self.prev[j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    d = d.min(self.two_back[j - 2] + 1);
+                }
+                self.cur[j] = d;
+                best = best.min(d);
+            }
+            if best > limit {
+                return None;
+            }
+            std::mem::swap(&mut self.two_back, &mut self.prev);
+            std::mem::swap(&mut self.prev, &mut self.cur);
+        }
+        Some(self.prev[n - 1]).filter(|d| *d <= limit)
     }
-    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
