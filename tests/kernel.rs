@@ -387,6 +387,8 @@ struct Case {
     workload: Option<Vec<String>>,
     prog: Option<String>,
     args: Vec<String>,
+    /// Run this file (a script with a `#!` line) instead of fslat, fslat on PATH.
+    exec: Option<String>,
     stop: Stop,
     timeout: Duration,
     exit: i32,
@@ -399,6 +401,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut workload = None;
     let mut prog: Option<String> = None;
     let mut args = Vec::new();
+    let mut exec = None;
     let mut stop = None;
     let mut timeout = None;
     let mut exit = None;
@@ -453,6 +456,11 @@ fn parse_case(text: &str) -> Result<Case, String> {
                     Some(p) => format!("{p}\n{rest}"),
                     None => rest.to_string(),
                 });
+            }
+            "EXEC" => {
+                need("a file to run")?;
+                once(exec.is_some())?;
+                exec = Some(rest.to_string());
             }
             "ARGS" => {
                 need("arguments")?;
@@ -544,6 +552,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
         workload,
         prog,
         args,
+        exec,
         stop: stop.unwrap_or(Stop::Int),
         timeout: timeout.unwrap_or(Duration::from_secs(60)),
         exit: exit.unwrap_or(0),
@@ -949,11 +958,19 @@ fn run_case(case: &Case, dir: &Path) -> Run {
         argv.push(subst(p));
     }
     argv.extend(case.args.iter().map(|a| subst(a)));
-    run.command = describe("fslat", &argv);
+    let program = case.exec.as_deref().unwrap_or(FSLAT);
+    run.command = describe(case.exec.as_deref().unwrap_or("fslat"), &argv);
+    let fslat_dir = Path::new(FSLAT).parent().unwrap_or(Path::new("/"));
+    let path = format!(
+        "{}:{}",
+        fslat_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
 
     let spawned = (|| -> std::io::Result<Child> {
-        Command::new(FSLAT)
+        Command::new(program)
             .args(&argv)
+            .env("PATH", &path)
             .current_dir(MANIFEST_DIR)
             .stdin(Stdio::null())
             .stdout(fs::File::create(&out_path)?)

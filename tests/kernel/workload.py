@@ -46,6 +46,49 @@ def slow_pipe_read(delay_ms):
     assert data == b"!"
 
 
+def slow_fifo_read(delay_ms, name):
+    """One read of one byte from a named FIFO whose writer waits delay_ms first."""
+    path = os.path.join("/tmp", name)
+    if os.path.exists(path):
+        os.unlink(path)
+    os.mkfifo(path)
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(path, os.O_WRONLY)
+        time.sleep(delay_ms / 1000)
+        os.write(fd, b"!")
+        os._exit(0)
+    fd = os.open(path, os.O_RDONLY)
+    data = os.read(fd, 1)
+    os.waitpid(pid, 0)
+    os.close(fd)
+    os.unlink(path)
+    assert data == b"!"
+
+
+def slow_pipe_write(delay_ms):
+    """One write of one byte into a full pipe that its reader drains after delay_ms."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    os.set_blocking(w, True)
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        time.sleep(delay_ms / 1000)
+        while os.read(r, 65536):
+            pass
+        os._exit(0)
+    os.close(r)
+    os.write(w, b"!")
+    os.close(w)
+    os.waitpid(pid, 0)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--go", help="start once this file exists")
@@ -60,6 +103,13 @@ def main():
     s.add_argument("threads", type=int)
     s.add_argument("seconds", type=float)
     s.add_argument("--delay-ms", type=int, default=50)
+    s = sub.add_parser("slow-fifo", help="one slow read of a named FIFO in /tmp")
+    s.add_argument("--delay-ms", type=int, default=50)
+    s.add_argument("--name", default="fslat-slow-fifo")
+    s = sub.add_parser("slow-write", help="a slow read, then a write that waits for room")
+    s.add_argument("--delay-ms", type=int, default=50)
+    s = sub.add_parser("open", help="create PATH, then open it for reading")
+    s.add_argument("path")
     s = sub.add_parser("sleep", help="just wait, reading nothing")
     s.add_argument("seconds", type=float)
     a = p.parse_args()
@@ -90,6 +140,16 @@ def main():
         slow_pipe_read(a.delay_ms)
         for t in ts:
             t.join()
+    elif a.what == "slow-fifo":
+        slow_fifo_read(a.delay_ms, a.name)
+    elif a.what == "slow-write":
+        slow_pipe_read(a.delay_ms)
+        slow_pipe_write(a.delay_ms)
+    elif a.what == "open":
+        with open(a.path, "w"):
+            pass
+        fd = os.open(a.path, os.O_RDONLY)
+        os.close(fd)
     elif a.what == "sleep":
         time.sleep(a.seconds)
 
