@@ -35,6 +35,9 @@ pub struct Outcome {
     pub summaries: Vec<Summary>,
     /// Records that did not match their schema (never printed).
     pub bad_records: u64,
+    /// fentry mode: per session, entries left in the per-thread map when the run ended
+    /// (read before detaching), i.e. calls in flight then. Empty in fsession mode.
+    pub in_flight: Vec<(String, usize)>,
 }
 
 /// Loads `object` (compiled from `program`), runs it, and writes events, summaries and
@@ -131,6 +134,21 @@ pub fn run(
         }
     }
 
+    let in_flight: Vec<(String, usize)> = program
+        .sessions
+        .iter()
+        .filter_map(|s| {
+            let name = format!("fslat_starts_{}", s.index);
+            let map = obj.maps().find(|m| m.name().to_string_lossy() == name)?;
+            Some((s.label.clone(), map.keys().count()))
+        })
+        .collect();
+    if settings.verbose {
+        for (label, n) in &in_flight {
+            eprintln!("fslat: {label}: {n} entries left in the per-thread map at the end");
+        }
+    }
+
     // Stop producing, deliver what was produced, then count: in this order the
     // counters and the events describe the same calls.
     drop(links);
@@ -157,6 +175,7 @@ pub fn run(
     let mut outcome = Outcome {
         summaries: Vec::new(),
         bad_records: bad,
+        in_flight,
     };
     for s in &program.sessions {
         let key = (s.index as u32).to_ne_bytes();

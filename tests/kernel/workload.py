@@ -30,17 +30,34 @@ def ordinary_reads(n):
             os.pread(fd, 1, i % 64)
 
 
-def slow_pipe_read(delay_ms):
-    """One read of one byte from a pipe whose writer waits delay_ms first."""
+def blocked_in_pipe_read(pid, tid):
+    """Whether thread tid of pid sleeps in the kernel's pipe read (per its wchan)."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+            return "pipe_read" in f.read()
+    except OSError:
+        return False
+
+
+def slow_pipe_read(delay_ms, ask=1):
+    """One read (of `ask` bytes; one arrives) from a pipe whose writer waits delay_ms.
+
+    The writer starts its wait only once the reader sleeps inside read(2), so the
+    read takes at least delay_ms in the kernel however busy the reader's process is.
+    """
     r, w = os.pipe()
+    reader, tid = os.getpid(), threading.get_native_id()
     pid = os.fork()
     if pid == 0:
         os.close(r)
+        give_up = time.monotonic() + 10
+        while not blocked_in_pipe_read(reader, tid) and time.monotonic() < give_up:
+            time.sleep(0.001)
         time.sleep(delay_ms / 1000)
         os.write(w, b"!")
         os._exit(0)
     os.close(w)
-    data = os.read(r, 1)
+    data = os.read(r, ask)
     os.waitpid(pid, 0)
     os.close(r)
     assert data == b"!"
@@ -136,8 +153,8 @@ def main():
         ts = [threading.Thread(target=reader) for _ in range(a.threads)]
         for t in ts:
             t.start()
-        # One known slow read from one of the threads' process.
-        slow_pipe_read(a.delay_ms)
+        # One known slow read, told apart from the threads' 1-byte reads by its size.
+        slow_pipe_read(a.delay_ms, ask=7)
         for t in ts:
             t.join()
     elif a.what == "slow-fifo":
