@@ -389,6 +389,8 @@ struct Case {
     args: Vec<String>,
     /// Run this file (a script with a `#!` line) instead of fslat, fslat on PATH.
     exec: Option<String>,
+    /// What fslat reads on standard input (else /dev/null).
+    stdin: Option<String>,
     stop: Stop,
     timeout: Duration,
     exit: i32,
@@ -402,6 +404,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut prog: Option<String> = None;
     let mut args = Vec::new();
     let mut exec = None;
+    let mut stdin: Option<String> = None;
     let mut stop = None;
     let mut timeout = None;
     let mut exit = None;
@@ -461,6 +464,14 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 need("a file to run")?;
                 once(exec.is_some())?;
                 exec = Some(rest.to_string());
+            }
+            "STDIN" => {
+                need("a line")?;
+                // Several STDIN lines are fslat's input, one line each.
+                stdin = Some(match stdin {
+                    Some(i) => format!("{i}{rest}\n"),
+                    None => format!("{rest}\n"),
+                });
             }
             "ARGS" => {
                 need("arguments")?;
@@ -553,6 +564,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
         prog,
         args,
         exec,
+        stdin,
         stop: stop.unwrap_or(Stop::Int),
         timeout: timeout.unwrap_or(Duration::from_secs(60)),
         exit: exit.unwrap_or(0),
@@ -968,11 +980,19 @@ fn run_case(case: &Case, dir: &Path) -> Run {
     );
 
     let spawned = (|| -> std::io::Result<Child> {
+        let input = match &case.stdin {
+            Some(text) => {
+                let p = dir.join("stdin");
+                fs::write(&p, subst(text))?;
+                Stdio::from(fs::File::open(p)?)
+            }
+            None => Stdio::null(),
+        };
         Command::new(program)
             .args(&argv)
             .env("PATH", &path)
             .current_dir(MANIFEST_DIR)
-            .stdin(Stdio::null())
+            .stdin(input)
             .stdout(fs::File::create(&out_path)?)
             .stderr(fs::File::create(&err_path)?)
             .spawn()
