@@ -3,12 +3,14 @@
 
 use crate::btf::{Btf, KernelTypes};
 use crate::build::{BuildError, Compiler, find_clang};
+use crate::check::program::Program;
 use crate::child::HeldChild;
 use crate::codegen::Mode;
 use crate::diag::{Source, render};
+use crate::listing::{ListError, Traceable};
 use crate::output::{JsonWriter, TextWriter, Writer};
 use crate::runtime::{self, DEFAULT_RING_SIZE, RuntimeError, Settings, signals};
-use clap::{Parser, ValueEnum};
+use clap::{CommandFactory, Parser, ValueEnum};
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,10 +20,16 @@ use std::time::Duration;
     name = "fslat",
     version,
     about = "Trace kernel function latency with a small language (fsession on Linux 7.0+, fentry/fexit before)",
-    after_help = "Examples:\n  fslat -e 'session vfs_read where latency > 10ms { emit }'\n  fslat -p 1234 examples/slow_reads.fsl\n  fslat --emit c -e 'session vfs_write'\n\nThe language: docs/language.md"
+    after_help = "Examples:\n  fslat -e 'session vfs_read where latency > 10ms { emit }'\n  fslat -p 1234 examples/slow_reads.fsl\n  fslat --emit c -e 'session vfs_write'\n  fslat -l 'vfs_*'\n  fslat doctor\n\nWith no program on a terminal, fslat starts its REPL.\nThe language: docs/language.md",
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
 )]
 pub struct Args {
-    /// Script file to run ("-" reads standard input)
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Script file to run ("-" reads standard input; a file named like a subcommand:
+    /// ./NAME). With -l, a GLOB of kernel function names
     #[arg(value_name = "SCRIPT", conflicts_with = "program")]
     pub script: Option<PathBuf>,
 
@@ -29,6 +37,22 @@ pub struct Args {
     #[arg(short = 'e', long = "program", value_name = "PROGRAM", value_parser = non_empty)]
     pub program: Option<String>,
 
+    /// List the traceable kernel functions matching the GLOB argument (* and ?; all when
+    /// absent), one a line; for one exact name, or with -v, their signatures
+    #[arg(short = 'l', long = "list", conflicts_with_all = ["program", "emit"])]
+    pub list: bool,
+
+    /// Print the generated C, or write the BPF object; loads nothing, needs no root
+    #[arg(long, value_enum, value_name = "c|obj")]
+    pub emit: Option<Emit>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// What a run takes besides the program: shared by the command line and the REPL.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RunArgs {
     /// Trace only this process (a TGID, 1 .. 4294967295)
     #[arg(short, long, value_name = "TGID", value_parser = parse_pid, conflicts_with = "cmd")]
     pub pid: Option<u32>,
@@ -49,15 +73,11 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE", value_parser = non_empty_path)]
     pub output: Option<PathBuf>,
 
-    /// Print the generated C, or write the BPF object; loads nothing, needs no root
-    #[arg(long, value_enum, value_name = "c|obj")]
-    pub emit: Option<Emit>,
-
     /// How to attach: fsession (Linux 7.0+), fentry (fentry + fexit), or auto
     #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
     pub mode: ModeArg,
 
-    /// Show libbpf's diagnostics (and the verifier's log on failure)
+    /// Show libbpf's diagnostics (and the verifier's log on failure); with -l, signatures
     #[arg(short, long)]
     pub verbose: bool,
 
@@ -77,6 +97,28 @@ pub struct Args {
     /// Compile without the object cache
     #[arg(long)]
     pub no_cache: bool,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// Write sessions interactively, see their C, run them (the default on a terminal)
+    Repl(RunArgs),
+    /// Check whether this machine can run fslat, and say what to do where it cannot
+    Doctor,
+    /// Print a shell completion script (bash, zsh or fish)
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Print the manual page (roff)
+    Man,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -154,7 +196,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("`{s}` is too long"))
 }
 
-fn parse_run_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_run_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
         return Err("the duration must be more than 0".into());
@@ -226,6 +268,12 @@ pub enum CliError {
     Build(#[from] BuildError),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    List(#[from] ListError),
+    #[error("the terminal failed: {0}")]
+    Terminal(rustyline::error::ReadlineError),
+    #[error("{0} of the entries read from standard input failed (see above)")]
+    ReplFailures(usize),
 }
 
 /// Runs fslat with the process's arguments; returns the exit status.
@@ -237,21 +285,71 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
-    match run(&args) {
-        Ok(()) => 0,
-        Err(CliError::Script(text)) => {
-            eprint!("{text}");
-            1
+    let result = match &args.command {
+        Some(Command::Doctor) => return crate::doctor::main(),
+        Some(Command::Completions { shell }) => completions(*shell),
+        Some(Command::Man) => man_page(),
+        Some(Command::Repl(run)) => crate::repl::run(run),
+        None if args.list => list(args.script.as_deref(), &args.run),
+        None if args.script.is_none()
+            && args.program.is_none()
+            && args.emit.is_none()
+            && std::io::stdin().is_terminal() =>
+        {
+            crate::repl::run(&args.run)
         }
+        None => run(&args),
+    };
+    match result {
+        Ok(()) => 0,
         Err(e) => {
-            eprintln!("fslat: error: {e}");
+            report(&e);
             1
         }
     }
 }
 
-fn color_stderr() -> bool {
+/// Prints an error the one way fslat prints errors.
+pub fn report(e: &CliError) {
+    match e {
+        CliError::Script(text) => eprint!("{text}"),
+        e => eprintln!("fslat: error: {e}"),
+    }
+}
+
+pub fn color_stderr() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn completions(shell: Shell) -> Result<(), CliError> {
+    let shell = match shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Args::command(), "fslat", &mut out);
+    write_output(None, &out)
+}
+
+fn man_page() -> Result<(), CliError> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(Args::command())
+        .render(&mut out)
+        .map_err(|source| CliError::Write {
+            path: "standard output".into(),
+            source,
+        })?;
+    write_output(None, &out)
+}
+
+fn list(glob: Option<&std::path::Path>, opts: &RunArgs) -> Result<(), CliError> {
+    let glob = glob.map(|g| g.to_string_lossy());
+    let kernel = load_kernel_types(opts.btf.as_ref())?;
+    let traceable = Traceable::new(&kernel);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    crate::listing::list(&kernel, &traceable, glob.as_deref(), opts.verbose, &mut out)?;
+    Ok(())
 }
 
 /// The script's text and the name diagnostics call it by.
@@ -298,40 +396,60 @@ pub fn resolve_mode(arg: ModeArg, kernel: &dyn KernelTypes) -> Result<Mode, CliE
     }
 }
 
+/// Script text → checked program and C, with diagnostics rendered against `name`.
+pub fn compile_script(
+    name: &str,
+    text: &str,
+    kernel: &dyn KernelTypes,
+    mode: Mode,
+) -> Result<(Program, String), CliError> {
+    crate::compile(text, kernel, mode)
+        .map_err(|diags| CliError::Script(render(&Source { name, text }, &diags, color_stderr())))
+}
+
+/// The BPF compiler the options ask for.
+pub fn compiler(opts: &RunArgs) -> Result<Compiler, CliError> {
+    let clang = find_clang(opts.clang.as_deref())?;
+    Ok(Compiler::new(clang, !opts.no_cache)?)
+}
+
 fn run(args: &Args) -> Result<(), CliError> {
     signals::install();
     let (name, text) = script_source(args)?;
-    let kernel = load_kernel_types(args.btf.as_ref())?;
-    let mode = resolve_mode(args.mode, &kernel)?;
-    let (program, c) = crate::compile(&text, &kernel, mode).map_err(|diags| {
-        CliError::Script(render(
-            &Source {
-                name: &name,
-                text: &text,
-            },
-            &diags,
-            color_stderr(),
-        ))
-    })?;
+    let kernel = load_kernel_types(args.run.btf.as_ref())?;
+    let mode = resolve_mode(args.run.mode, &kernel)?;
+    let (program, c) = compile_script(&name, &text, &kernel, mode)?;
 
-    if args.emit == Some(Emit::C) {
-        return write_output(args.output.as_ref(), c.as_bytes());
-    }
-    let clang = find_clang(args.clang.as_deref())?;
-    let compiler = Compiler::new(clang, !args.no_cache)?;
-    let object = compiler.compile(&c)?;
-    if args.emit == Some(Emit::Obj) {
-        if args.output.is_none() && std::io::stdout().is_terminal() {
-            return Err(CliError::ObjectToTerminal);
+    match args.emit {
+        Some(Emit::C) => write_output(args.run.output.as_ref(), c.as_bytes()),
+        Some(Emit::Obj) => {
+            let object = compiler(&args.run)?.compile(&c)?;
+            if args.run.output.is_none() && std::io::stdout().is_terminal() {
+                return Err(CliError::ObjectToTerminal);
+            }
+            write_output(args.run.output.as_ref(), &object)
         }
-        return write_output(args.output.as_ref(), &object);
+        None => compile_and_run(&program, &c, mode, &compiler(&args.run)?, &args.run),
     }
+}
+
+/// Builds the BPF object for `program` (its C is `c`), loads it, and streams its events
+/// until `opts.duration`, a signal, or the end of `opts.cmd`; then the summary. The one
+/// way both the command line and the REPL run a program.
+pub fn compile_and_run(
+    program: &Program,
+    c: &str,
+    mode: Mode,
+    compiler: &Compiler,
+    opts: &RunArgs,
+) -> Result<(), CliError> {
+    let object = compiler.compile(c)?;
     if signals::stop_requested() {
         return Ok(());
     }
 
     // The command exists (and has a pid to filter on) before load; it runs once attached.
-    let child = match &args.cmd {
+    let child = match &opts.cmd {
         Some(cmd) => Some(HeldChild::spawn(cmd).map_err(|source| CliError::Command {
             cmd: cmd.clone(),
             source,
@@ -340,12 +458,12 @@ fn run(args: &Args) -> Result<(), CliError> {
     };
     let settings = Settings {
         mode,
-        target_tgid: child.as_ref().map_or(args.pid.unwrap_or(0), HeldChild::pid),
-        duration: args.duration,
-        ring_size: args.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
-        verbose: args.verbose,
+        target_tgid: child.as_ref().map_or(opts.pid.unwrap_or(0), HeldChild::pid),
+        duration: opts.duration,
+        ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
+        verbose: opts.verbose,
     };
-    let sink: Box<dyn Write> = match &args.output {
+    let sink: Box<dyn Write> = match &opts.output {
         Some(p) => Box::new(std::fs::File::create(p).map_err(|source| CliError::Write {
             path: p.display().to_string(),
             source,
@@ -353,7 +471,7 @@ fn run(args: &Args) -> Result<(), CliError> {
         None => Box::new(std::io::stdout().lock()),
     };
     let sink = std::io::LineWriter::new(sink);
-    let mut writer: Box<dyn Writer> = match args.format {
+    let mut writer: Box<dyn Writer> = match opts.format {
         Format::Text => Box::new(TextWriter::new(sink)),
         Format::Json => Box::new(JsonWriter::new(sink)),
     };
@@ -374,7 +492,7 @@ fn run(args: &Args) -> Result<(), CliError> {
         }
     };
     let outcome = runtime::run(
-        &program,
+        program,
         &object,
         &settings,
         writer.as_mut(),
@@ -399,7 +517,10 @@ fn run(args: &Args) -> Result<(), CliError> {
 fn write_output(path: Option<&PathBuf>, bytes: &[u8]) -> Result<(), CliError> {
     let result = match path {
         Some(p) => std::fs::write(p, bytes),
-        None => std::io::stdout().write_all(bytes),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|()| out.flush())
+        }
     };
     result.map_err(|source| CliError::Write {
         path: path.map_or("standard output".into(), |p| p.display().to_string()),

@@ -14,7 +14,10 @@ mod child;
 pub mod cli;
 pub mod codegen;
 pub mod diag;
+pub mod doctor;
+pub mod listing;
 pub mod output;
+pub mod repl;
 pub mod runtime;
 pub mod syntax;
 

@@ -429,8 +429,9 @@ impl Btf {
         self.func_index();
     }
 
-    /// The first FUNC named `name`.
-    fn function_id(&self, name: &str) -> Option<TypeId> {
+    /// The BTF id of the first FUNC named `name`: what the kernel wants as the attach
+    /// target of a tracing program.
+    pub fn function_id(&self, name: &str) -> Option<TypeId> {
         if self.funcs.get().is_none() && self.scans.fetch_add(1, Ordering::Relaxed) < SCAN_LOOKUPS {
             return self.scan_function(name);
         }

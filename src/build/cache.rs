@@ -7,6 +7,15 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::PathBuf;
 
+/// Where the cache lives (it may not exist yet); `None` without `XDG_CACHE_HOME` and `HOME`.
+pub fn dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("fslat"))
+}
+
 pub struct Cache {
     dir: PathBuf,
     uid: u32,
@@ -15,11 +24,7 @@ pub struct Cache {
 impl Cache {
     /// The cache, or `None` when there is no usable directory (fslat then just compiles).
     pub fn open() -> Option<Cache> {
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-        let dir = base.join("fslat");
+        let dir = dir()?;
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)

@@ -4,6 +4,8 @@
 
 mod cache;
 
+pub use cache::dir as cache_dir;
+
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -30,3 +30,12 @@ pub fn stop_requested() -> bool {
 pub fn reset() {
     STOP.store(false, Ordering::SeqCst);
 }
+
+/// Gives SIGTERM back its default action (the REPL at its prompt must end on it, while
+/// Ctrl-C there only interrupts what is being done).
+pub fn restore_sigterm() {
+    // SAFETY: setting a signal's disposition back to its default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+    }
+}

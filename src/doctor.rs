@@ -1,0 +1,486 @@
+//! `fslat doctor`: whether this machine can run fslat, and what to do where it cannot. One
+//! line per requirement, `ok` or `missing`. Function tracing is not guessed from the
+//! kernel's version or configuration: a two-instruction fentry program is loaded and
+//! attached for real, which is the only honest test (lockdown, a disabled ftrace and
+//! missing trampolines all show up there and nowhere else).
+
+use crate::btf::{Btf, KernelTypes};
+use crate::build::{cache_dir, find_clang};
+use std::ffi::CString;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::Command;
+
+const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
+const JIT_PATH: &str = "/proc/sys/net/core/bpf_jit_enable";
+/// Attach targets for the test program, best first: `bpf_fentry_test1` exists for exactly
+/// this purpose and runs only when BPF's own self-tests call it.
+const PROBE_TARGETS: [&str; 2] = ["bpf_fentry_test1", "vfs_read"];
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_PERFMON: u32 = 38;
+const CAP_BPF: u32 = 39;
+/// The kernel's ENOTSUPP (not a userspace errno): no BPF trampoline for this program.
+const ENOTSUPP: i32 = 524;
+
+/// One line of the report.
+struct Check {
+    name: &'static str,
+    ok: bool,
+    /// What was found.
+    detail: String,
+    /// What to do about it, for a check that is missing.
+    fix: Option<String>,
+    /// fslat cannot trace without it.
+    required: bool,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            name,
+            ok: true,
+            detail: detail.into(),
+            fix: None,
+            required: true,
+        }
+    }
+
+    fn missing(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name,
+            ok: false,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+            required: true,
+        }
+    }
+
+    fn optional(mut self) -> Check {
+        self.required = false;
+        self
+    }
+}
+
+/// Runs every check, writes the report to standard output, and returns the exit status:
+/// 0 when everything fslat needs is there.
+pub fn main() -> i32 {
+    let checks = checks();
+    let mut out = std::io::stdout().lock();
+    match report(&checks, &mut out) {
+        Ok(()) => {}
+        Err(e) => {
+            eprintln!("fslat: error: cannot write the report: {e}");
+            return 1;
+        }
+    }
+    if checks.iter().all(|c| c.ok || !c.required) {
+        0
+    } else {
+        1
+    }
+}
+
+fn checks() -> Vec<Check> {
+    let mut checks = vec![kernel_release()];
+    let (privileges, privileged) = privileges();
+    checks.push(privileges);
+    let btf = Btf::vmlinux();
+    checks.push(match &btf {
+        Ok(b) => Check::ok("BTF", format!("{BTF_PATH} ({} types)", b.type_count())),
+        Err(e) => Check::missing(
+            "BTF",
+            e.to_string(),
+            "boot a kernel built with CONFIG_DEBUG_INFO_BTF=y (every major distribution's is)",
+        ),
+    });
+    checks.push(jit());
+    let btf = btf.ok();
+    checks.push(tracing_check(btf.as_ref(), privileged));
+    checks.push(fsession_check(btf.as_ref(), privileged));
+    checks.push(clang());
+    checks.push(cache());
+    checks
+}
+
+fn report(checks: &[Check], out: &mut dyn Write) -> std::io::Result<()> {
+    let width = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    for c in checks {
+        let status = if c.ok { "ok" } else { "missing" };
+        writeln!(out, "{:width$}  {status:7}  {}", c.name, c.detail)?;
+        if let Some(fix) = &c.fix {
+            writeln!(out, "{:width$}  {:7}  fix: {fix}", "", "")?;
+        }
+    }
+    let missing: Vec<&str> = checks
+        .iter()
+        .filter(|c| !c.ok && c.required)
+        .map(|c| c.name)
+        .collect();
+    if missing.is_empty() {
+        writeln!(out, "fslat can trace on this machine.")?;
+    } else {
+        writeln!(
+            out,
+            "fslat cannot trace on this machine: {} missing.",
+            missing.join(", ")
+        )?;
+    }
+    out.flush()
+}
+
+fn kernel_release() -> Check {
+    match std::fs::read_to_string("/proc/sys/kernel/osrelease") {
+        Ok(r) => Check::ok("kernel", format!("Linux {}", r.trim())),
+        Err(e) => Check::missing(
+            "kernel",
+            format!("cannot read /proc/sys/kernel/osrelease: {e}"),
+            "mount /proc",
+        ),
+    }
+}
+
+/// The effective capability set from /proc/self/status.
+fn effective_caps() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+    u64::from_str_radix(hex.trim(), 16).ok()
+}
+
+/// The check, and whether loading BPF tracing programs is allowed to this process.
+fn privileges() -> (Check, bool) {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let caps = effective_caps().unwrap_or(0);
+    let has = |cap: u32| caps & (1 << cap) != 0;
+    // CAP_SYS_ADMIN still stands in for both (bpf_capable, perfmon_capable).
+    let bpf = has(CAP_BPF) || has(CAP_SYS_ADMIN);
+    let perfmon = has(CAP_PERFMON) || has(CAP_SYS_ADMIN);
+    let who = if root { "root" } else { "not root" };
+    if bpf && perfmon {
+        let check = Check::ok(
+            "privileges",
+            format!("{who}, with CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN)"),
+        );
+        return (check, true);
+    }
+    let lacking: Vec<&str> = [(bpf, "CAP_BPF"), (perfmon, "CAP_PERFMON")]
+        .into_iter()
+        .filter(|(have, _)| !have)
+        .map(|(_, name)| name)
+        .collect();
+    let check = Check::missing(
+        "privileges",
+        format!("{who}, without {}", lacking.join(" and ")),
+        "run fslat with sudo, or give it CAP_BPF and CAP_PERFMON (setcap cap_bpf,cap_perfmon+ep)",
+    );
+    (check, false)
+}
+
+fn jit() -> Check {
+    match std::fs::read_to_string(JIT_PATH) {
+        Ok(v) if matches!(v.trim(), "1" | "2") => {
+            Check::ok("BPF JIT", format!("on ({JIT_PATH} = {})", v.trim()))
+        }
+        Ok(v) => Check::missing(
+            "BPF JIT",
+            format!("off ({JIT_PATH} = {})", v.trim()),
+            format!("fentry, fexit and fsession need the JIT: echo 1 > {JIT_PATH}"),
+        ),
+        Err(e) => Check::missing(
+            "BPF JIT",
+            format!("cannot read {JIT_PATH}: {e}"),
+            "use a kernel built with CONFIG_BPF_JIT=y",
+        ),
+    }
+}
+
+/// Why loading or attaching the test program failed.
+struct ProbeError {
+    step: &'static str,
+    errno: i32,
+}
+
+impl ProbeError {
+    fn describe(&self) -> String {
+        let name = match self.errno {
+            libc::EPERM => "EPERM".to_string(),
+            libc::EACCES => "EACCES".to_string(),
+            libc::EINVAL => "EINVAL".to_string(),
+            libc::ENOENT => "ENOENT".to_string(),
+            ENOTSUPP => "ENOTSUPP".to_string(),
+            e => std::io::Error::from_raw_os_error(e).to_string(),
+        };
+        format!("{} failed with {name}", self.step)
+    }
+}
+
+/// Loads `r0 = 0; exit` as a tracing program of `attach_type` on the FUNC `btf_id`, attaches
+/// it, and takes it away again.
+fn probe(btf_id: u32, attach_type: libbpf_sys::bpf_attach_type) -> Result<(), ProbeError> {
+    let mut mov = libbpf_sys::bpf_insn {
+        code: (libbpf_sys::BPF_ALU64 | libbpf_sys::BPF_MOV | libbpf_sys::BPF_K) as u8,
+        ..Default::default()
+    };
+    mov.set_dst_reg(0);
+    let exit = libbpf_sys::bpf_insn {
+        code: (libbpf_sys::BPF_JMP | libbpf_sys::BPF_EXIT) as u8,
+        ..Default::default()
+    };
+    let insns = [mov, exit];
+    let opts = libbpf_sys::bpf_prog_load_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        expected_attach_type: attach_type,
+        attach_btf_id: btf_id,
+        ..Default::default()
+    };
+    let mut opts = opts;
+    let name = CString::new("fslat_doctor").expect("no NUL in a constant");
+    let license = CString::new("GPL").expect("no NUL in a constant");
+    // SAFETY: the pointers are valid for the call; the kernel copies the instructions.
+    let prog = unsafe {
+        libbpf_sys::bpf_prog_load(
+            libbpf_sys::BPF_PROG_TYPE_TRACING,
+            name.as_ptr(),
+            license.as_ptr(),
+            insns.as_ptr(),
+            insns.len() as _,
+            &mut opts,
+        )
+    };
+    if prog < 0 {
+        return Err(ProbeError {
+            step: "loading",
+            errno: -prog,
+        });
+    }
+    // SAFETY: `prog` is a program fd this function owns; NULL options are allowed.
+    let link = unsafe { libbpf_sys::bpf_link_create(prog, 0, attach_type, std::ptr::null()) };
+    // SAFETY: closing fds this function opened.
+    unsafe {
+        if link >= 0 {
+            libc::close(link);
+        }
+        libc::close(prog);
+    }
+    if link < 0 {
+        return Err(ProbeError {
+            step: "attaching",
+            errno: -link,
+        });
+    }
+    Ok(())
+}
+
+fn probe_target(btf: &Btf) -> Option<(&'static str, u32)> {
+    PROBE_TARGETS
+        .iter()
+        .find_map(|&f| btf.function_id(f).map(|id| (f, id)))
+}
+
+fn tracing_check(btf: Option<&Btf>, privileged: bool) -> Check {
+    const NAME: &str = "fentry/fexit";
+    let Some(btf) = btf else {
+        return Check::missing(NAME, "not tested: no BTF", "see BTF above");
+    };
+    if !privileged {
+        return Check::missing(
+            NAME,
+            "not tested: loading a tracing program needs privileges",
+            "see privileges above",
+        );
+    }
+    let Some((target, id)) = probe_target(btf) else {
+        return Check::missing(
+            NAME,
+            format!(
+                "not tested: none of {} is in the kernel's BTF",
+                PROBE_TARGETS.join(", ")
+            ),
+            "report this with the kernel's version",
+        );
+    };
+    for (kind, attach) in [
+        ("fentry", libbpf_sys::BPF_TRACE_FENTRY),
+        ("fexit", libbpf_sys::BPF_TRACE_FEXIT),
+    ] {
+        if let Err(e) = probe(id, attach) {
+            let what = format!("a test {kind} program on {target}: {}", e.describe());
+            let (detail, fix) = match e.errno {
+                libc::EPERM | libc::EACCES => (
+                    format!("function tracing is unavailable: {what} although fslat is privileged"),
+                    "this kernel forbids function tracing (lockdown, or ftrace disabled); \
+                     run fslat in a VM (tests/vm/run -- fslat ...) or on another kernel"
+                        .to_string(),
+                ),
+                ENOTSUPP => (
+                    format!("function tracing is unavailable: {what}"),
+                    "this kernel has no BPF trampolines here (JIT off, or an architecture \
+                     without them)"
+                        .to_string(),
+                ),
+                _ => (
+                    format!("function tracing is unavailable: {what}"),
+                    "run a kernel with CONFIG_FUNCTION_TRACER, CONFIG_DYNAMIC_FTRACE and \
+                     CONFIG_BPF_JIT (5.5 or later)"
+                        .to_string(),
+                ),
+            };
+            return Check::missing(NAME, detail, fix);
+        }
+    }
+    Check::ok(
+        NAME,
+        format!("test fentry and fexit programs loaded and attached ({target})"),
+    )
+}
+
+fn fsession_check(btf: Option<&Btf>, privileged: bool) -> Check {
+    const NAME: &str = "fsession";
+    let Some(btf) = btf else {
+        return Check::missing(NAME, "not tested: no BTF", "see BTF above").optional();
+    };
+    if !btf.has_fsession() {
+        return Check::missing(
+            NAME,
+            "not in this kernel (no BPF_TRACE_FSESSION in its BTF; it arrived in Linux 7.0)",
+            "nothing needed: fslat runs each session as an fentry + fexit pair instead",
+        )
+        .optional();
+    }
+    let tested = match (privileged, probe_target(btf)) {
+        (true, Some((target, id))) => Some(probe(id, libbpf_sys::BPF_TRACE_FSESSION).map_or_else(
+            |e| {
+                Err(format!(
+                    "a test fsession program on {target}: {}",
+                    e.describe()
+                ))
+            },
+            |()| Ok(target),
+        )),
+        _ => None,
+    };
+    match tested {
+        Some(Ok(target)) => Check::ok(
+            NAME,
+            format!("BPF_TRACE_FSESSION in BTF; a test program loaded and attached ({target})"),
+        ),
+        Some(Err(why)) => Check::missing(
+            NAME,
+            format!("BPF_TRACE_FSESSION is in BTF, but {why}"),
+            "see fentry/fexit above; --mode fentry may still work",
+        )
+        .optional(),
+        None => Check::missing(
+            NAME,
+            "BPF_TRACE_FSESSION is in BTF; not loaded (see above)",
+            "see privileges and BTF above",
+        )
+        .optional(),
+    }
+}
+
+fn clang() -> Check {
+    let path = match find_clang(None) {
+        Ok(p) => p,
+        Err(_) => {
+            return Check::missing(
+                "clang",
+                "not found (FSLAT_CLANG, clang, clang-N on PATH)",
+                "install it (Debian: apt-get install clang), or set FSLAT_CLANG=/path/to/clang",
+            );
+        }
+    };
+    match Command::new(&path).arg("--version").output() {
+        Ok(out) if out.status.success() => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let version = text.lines().next().unwrap_or("").trim().to_string();
+            Check::ok("clang", format!("{} ({version})", path.display()))
+        }
+        Ok(out) => Check::missing(
+            "clang",
+            format!("{} --version failed ({})", path.display(), out.status),
+            "reinstall clang, or set FSLAT_CLANG to a working one",
+        ),
+        Err(e) => Check::missing(
+            "clang",
+            format!("cannot run {}: {e}", path.display()),
+            "reinstall clang, or set FSLAT_CLANG to a working one",
+        ),
+    }
+}
+
+fn cache() -> Check {
+    const NAME: &str = "cache";
+    let Some(dir) = cache_dir() else {
+        return Check::missing(
+            NAME,
+            "no directory: neither XDG_CACHE_HOME nor HOME is set",
+            "set HOME (fslat compiles every time without a cache)",
+        )
+        .optional();
+    };
+    let shown = dir.display();
+    let meta = match std::fs::metadata(&dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let parent = dir.ancestors().skip(1).find(|p| p.exists());
+            return match parent {
+                Some(p) if writable(p) => Check::ok(
+                    NAME,
+                    format!("{shown} (not there yet; created on first use)"),
+                ),
+                _ => Check::missing(
+                    NAME,
+                    format!("{shown} does not exist and cannot be created"),
+                    "set XDG_CACHE_HOME to a writable directory",
+                )
+                .optional(),
+            };
+        }
+        Err(e) => {
+            return Check::missing(
+                NAME,
+                format!("{shown}: {e}"),
+                "set XDG_CACHE_HOME to a writable directory",
+            )
+            .optional();
+        }
+    };
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let mode = meta.permissions().mode() & 0o777;
+    if meta.uid() != uid {
+        return Check::missing(
+            NAME,
+            format!(
+                "{shown} belongs to uid {}, not you (uid {uid}); fslat ignores it",
+                meta.uid()
+            ),
+            "remove it, or set XDG_CACHE_HOME elsewhere",
+        )
+        .optional();
+    }
+    if !writable(&dir) {
+        return Check::missing(
+            NAME,
+            format!("{shown} ({mode:04o}) is not writable"),
+            format!("chmod 700 {shown}"),
+        )
+        .optional();
+    }
+    let note = if mode & 0o077 != 0 {
+        "; fslat makes it 0700 on first use"
+    } else {
+        ""
+    };
+    Check::ok(NAME, format!("{shown} ({mode:04o}, yours{note})"))
+}
+
+fn writable(p: &Path) -> bool {
+    let Ok(c) = CString::new(p.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}

@@ -1,0 +1,598 @@
+//! The interactive front end (`fslat repl`, or `fslat` with no program on a terminal): type
+//! a session and it is checked at once; look at its C, run it for a while, change it, run
+//! it again. Everything past reading input goes through the functions the command line
+//! uses (`cli::compile_script`, `cli::compile_and_run`, `listing::list`).
+//!
+//! On a terminal input is edited with rustyline (history, completion, multi-line entry
+//! while braces or parentheses are open). From a pipe or file, entries are read line by
+//! line the same way, without prompts: the REPL can be scripted.
+
+use crate::btf::{Btf, KernelTypes};
+use crate::build::Compiler;
+use crate::cli::{self, CliError, ModeArg, RunArgs};
+use crate::listing::{self, Traceable};
+use crate::runtime::signals;
+use clap::ValueEnum;
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{CompletionType, Config, Context, Editor, Helper};
+use std::io::{BufRead, IsTerminal};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+const PROMPT: &str = "fslat> ";
+const KEYWORDS: &[&str] = &[
+    "session", "where", "emit", "as", "by", "and", "or", "not", "true", "false",
+];
+const AGGREGATIONS: &[&str] = &["count", "hist", "sum", "min", "max", "avg"];
+const COMMANDS: &[(&str, &str, &str)] = &[
+    (":help", "", "this list"),
+    (":c", "", "show the C of the current script"),
+    (
+        ":run",
+        " [DUR]",
+        "compile, attach, print events until DUR (e.g. 5s) or Ctrl-C, then the summary",
+    ),
+    (
+        ":list",
+        " GLOB",
+        "traceable kernel functions matching GLOB (* and ?); one name: its signature",
+    ),
+    (
+        ":mode",
+        " [auto|fsession|fentry]",
+        "show or set how sessions attach",
+    ),
+    (":clear", "", "forget the current script"),
+    (":quit", "", "leave (also Ctrl-D)"),
+];
+
+/// Starts the REPL: interactive on a terminal, scripted otherwise.
+pub fn run(opts: &RunArgs) -> Result<(), CliError> {
+    let kernel = Rc::new(cli::load_kernel_types(opts.btf.as_ref())?);
+    // `--mode fsession` on a kernel without it is an error now, not at the first `:run`.
+    let mode = cli::resolve_mode(opts.mode, kernel.as_ref())?;
+    let functions = Rc::new(Traceable::new(kernel.as_ref()));
+    let mut repl = Repl {
+        kernel: Rc::clone(&kernel),
+        functions: Rc::clone(&functions),
+        opts: opts.clone(),
+        script: None,
+        compiler: None,
+        failures: 0,
+    };
+    if std::io::stdin().is_terminal() {
+        eprintln!(
+            "fslat {} — mode {} ({}). Type a session (Tab completes), :help for commands, Ctrl-D to leave.",
+            env!("CARGO_PKG_VERSION"),
+            mode_word(opts.mode),
+            mode.name()
+        );
+        interactive(&mut repl, Assist { kernel, functions })
+    } else {
+        scripted(&mut repl)
+    }
+}
+
+/// What the REPL holds between entries.
+struct Repl {
+    kernel: Rc<Btf>,
+    functions: Rc<Traceable>,
+    /// The command line's options; `:mode` changes `mode`, `:run DUR` overrides `duration`.
+    opts: RunArgs,
+    /// The last script that checked cleanly.
+    script: Option<String>,
+    /// Made at the first `:run` (finding clang is not needed before).
+    compiler: Option<Compiler>,
+    /// Entries and commands that failed, for the exit status of a scripted REPL.
+    failures: usize,
+}
+
+enum Flow {
+    Continue,
+    Quit,
+}
+
+/// Why an entry or command failed; all but `Cli` are about using the REPL itself.
+#[derive(Debug, thiserror::Error)]
+enum ReplError {
+    #[error(transparent)]
+    Cli(#[from] CliError),
+    #[error(
+        "there is no script yet: type a session first, e.g. `session vfs_read where latency > 1ms`"
+    )]
+    NoScript,
+    #[error("{command}: {why}")]
+    Argument { command: &'static str, why: String },
+    #[error("unknown command `:{0}`; :help lists the commands")]
+    UnknownCommand(String),
+}
+
+impl From<listing::ListError> for ReplError {
+    fn from(e: listing::ListError) -> Self {
+        ReplError::Cli(CliError::List(e))
+    }
+}
+
+impl Repl {
+    fn handle(&mut self, entry: &str) -> Flow {
+        let text = entry.trim();
+        if text.is_empty() || only_comments(text) {
+            return Flow::Continue;
+        }
+        let result = match text.strip_prefix(':') {
+            Some(command) => match self.command(command) {
+                Ok(Flow::Quit) => return Flow::Quit,
+                other => other.map(|_| ()),
+            },
+            None => self.enter(entry),
+        };
+        if let Err(e) = result {
+            self.failures += 1;
+            match e {
+                ReplError::Cli(e) => cli::report(&e),
+                e => eprintln!("fslat: error: {e}"),
+            }
+        }
+        Flow::Continue
+    }
+
+    /// A script typed at the prompt: checked now, and kept as the current script if clean.
+    fn enter(&mut self, text: &str) -> Result<(), ReplError> {
+        let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
+        let (program, _) = cli::compile_script("<input>", text, self.kernel.as_ref(), mode)?;
+        let labels: Vec<&str> = program.sessions.iter().map(|s| s.label.as_str()).collect();
+        eprintln!(
+            "ok: {} ({}). :run to trace, :c for its C.",
+            labels.join(", "),
+            mode.name()
+        );
+        self.script = Some(text.to_string());
+        Ok(())
+    }
+
+    fn command(&mut self, line: &str) -> Result<Flow, ReplError> {
+        let (name, arg) = match line.split_once(char::is_whitespace) {
+            Some((n, a)) => (n, a.trim()),
+            None => (line, ""),
+        };
+        match name {
+            "help" | "h" => print_help(),
+            "c" => self.show_c()?,
+            "run" => self.run(arg)?,
+            "list" => self.list(arg)?,
+            "mode" => self.mode(arg)?,
+            "clear" => {
+                self.script = None;
+                eprintln!("The script is empty.");
+            }
+            "quit" | "q" | "exit" => return Ok(Flow::Quit),
+            other => return Err(ReplError::UnknownCommand(other.to_string())),
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// The current script, compiled for the current mode.
+    fn compiled(
+        &self,
+    ) -> Result<(crate::check::program::Program, String, crate::codegen::Mode), ReplError> {
+        let text = self.script.as_deref().ok_or(ReplError::NoScript)?;
+        let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
+        let (program, c) = cli::compile_script("<input>", text, self.kernel.as_ref(), mode)?;
+        Ok((program, c, mode))
+    }
+
+    fn show_c(&self) -> Result<(), ReplError> {
+        let (_, c, _) = self.compiled()?;
+        print!("{c}");
+        Ok(())
+    }
+
+    fn run(&mut self, arg: &str) -> Result<(), ReplError> {
+        let duration = match arg {
+            "" => self.opts.duration,
+            d => Some(
+                cli::parse_run_duration(d).map_err(|why| ReplError::Argument {
+                    command: ":run",
+                    why,
+                })?,
+            ),
+        };
+        let (program, c, mode) = self.compiled()?;
+        if self.compiler.is_none() {
+            self.compiler = Some(cli::compiler(&self.opts)?);
+        }
+        let Some(compiler) = &self.compiler else {
+            return Ok(());
+        };
+        let opts = RunArgs {
+            duration,
+            ..self.opts.clone()
+        };
+        // Ctrl-C and SIGTERM end the run (with its summary), not the REPL.
+        signals::reset();
+        signals::install();
+        let result = cli::compile_and_run(&program, &c, mode, compiler, &opts);
+        let interrupted = signals::stop_requested();
+        signals::reset();
+        signals::restore_sigterm();
+        match result {
+            Err(CliError::Build(_)) if interrupted => {
+                eprintln!("Interrupted while compiling.");
+                Ok(())
+            }
+            other => Ok(other?),
+        }
+    }
+
+    fn list(&self, glob: &str) -> Result<(), ReplError> {
+        if glob.is_empty() {
+            return Err(ReplError::Argument {
+                command: ":list",
+                why: "give a GLOB, e.g. `:list vfs_*`, or one name for its signature".into(),
+            });
+        }
+        let mut out = std::io::stdout().lock();
+        listing::list(
+            self.kernel.as_ref(),
+            &self.functions,
+            Some(glob),
+            false,
+            &mut out,
+        )?;
+        Ok(())
+    }
+
+    fn mode(&mut self, arg: &str) -> Result<(), ReplError> {
+        if !arg.is_empty() {
+            let wanted = ModeArg::from_str(arg, true).map_err(|_| ReplError::Argument {
+                command: ":mode",
+                why: format!("`{arg}` is not a mode: use auto, fsession or fentry"),
+            })?;
+            cli::resolve_mode(wanted, self.kernel.as_ref())?;
+            self.opts.mode = wanted;
+        }
+        let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
+        eprintln!("Mode {} ({}).", mode_word(self.opts.mode), mode.name());
+        Ok(())
+    }
+}
+
+fn mode_word(m: ModeArg) -> &'static str {
+    match m {
+        ModeArg::Auto => "auto",
+        ModeArg::Fsession => "fsession",
+        ModeArg::Fentry => "fentry",
+    }
+}
+
+fn print_help() {
+    println!("Type a script (one or more `session FUNC [where ...] [{{ ... }}]`); it is checked");
+    println!("at once and becomes the current script. An entry continues while a brace or a");
+    println!("parenthesis is open, or after a `\\` at the end of a line. Commands:");
+    for (name, args, what) in COMMANDS {
+        println!("  {:32} {what}", format!("{name}{args}"));
+    }
+}
+
+/// Where the history is kept: `$XDG_STATE_HOME/fslat/history`, else
+/// `~/.local/state/fslat/history`.
+fn history_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".local/state"))
+        })?;
+    Some(base.join("fslat/history"))
+}
+
+fn interactive(repl: &mut Repl, assist: Assist) -> Result<(), CliError> {
+    let config = Config::builder()
+        .completion_type(CompletionType::List)
+        .completion_show_all_if_ambiguous(true)
+        .auto_add_history(false)
+        .build();
+    let mut editor = Editor::with_config(config).map_err(CliError::Terminal)?;
+    editor.set_helper(Some(assist));
+    // History is a convenience: if it cannot be read or written, say so once and go on.
+    let history = history_path();
+    if let Some(h) = &history {
+        if let Some(dir) = h.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = editor.load_history(h);
+    }
+    let mut history_warned = false;
+    // Ctrl-C at the prompt is a key (the terminal is raw); during a command it must not
+    // end the REPL.
+    signals::install();
+    signals::restore_sigterm();
+    loop {
+        match editor.readline(PROMPT) {
+            Ok(entry) => {
+                if !entry.trim().is_empty() {
+                    let _ = editor.add_history_entry(entry.as_str());
+                    if let Some(h) = &history
+                        && let Err(e) = editor.append_history(h)
+                        && !history_warned
+                    {
+                        eprintln!("fslat: note: history is not saved to {}: {e}", h.display());
+                        history_warned = true;
+                    }
+                }
+                if let Flow::Quit = repl.handle(&entry) {
+                    break;
+                }
+                signals::reset();
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(CliError::Terminal(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Entries from a pipe or a file: the same entries and commands, no prompt, no history.
+fn scripted(repl: &mut Repl) -> Result<(), CliError> {
+    let mut entry = String::new();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(|source| CliError::ReadScript {
+            path: "<stdin>".into(),
+            source,
+        })?;
+        entry.push_str(&line);
+        if !is_complete(&entry) {
+            entry.push('\n');
+            continue;
+        }
+        let flow = repl.handle(&entry);
+        entry.clear();
+        if let Flow::Quit = flow {
+            break;
+        }
+    }
+    // An entry left open at the end: the checker says what is missing.
+    if !entry.trim().is_empty() {
+        repl.handle(&entry);
+    }
+    match repl.failures {
+        0 => Ok(()),
+        n => Err(CliError::ReplFailures(n)),
+    }
+}
+
+fn only_comments(text: &str) -> bool {
+    text.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#') || l.starts_with("//")
+    })
+}
+
+/// Whether an entry is finished: no brace or parenthesis left open (outside strings and
+/// comments) and no `\` at the end. Commands are always one line.
+fn is_complete(text: &str) -> bool {
+    if text.trim_start().starts_with(':') {
+        return true;
+    }
+    let mut depth = 0i32;
+    let mut in_string = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if in_string {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '"' | '\n' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '#' => {
+                chars.by_ref().find(|&c| c == '\n');
+            }
+            '/' if chars.peek() == Some(&'/') => {
+                chars.by_ref().find(|&c| c == '\n');
+            }
+            '{' | '(' => depth += 1,
+            '}' | ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    depth <= 0 && !text.trim_end().ends_with('\\')
+}
+
+fn is_ident(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Completions for the text before the cursor: where the word being completed starts, and
+/// the candidates, sorted.
+fn complete(kernel: &dyn KernelTypes, functions: &Traceable, before: &str) -> (usize, Vec<String>) {
+    let word_len: usize = before
+        .chars()
+        .rev()
+        .take_while(|&c| is_ident(c))
+        .map(char::len_utf8)
+        .sum();
+    let start = before.len() - word_len;
+    let word = &before[start..];
+    fn starting<'a>(word: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+        let mut v: Vec<String> = names
+            .filter(|n| n.starts_with(word))
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    if let Some(command) = before.trim_start().strip_prefix(':') {
+        return match command.split_once(char::is_whitespace) {
+            None => {
+                let colon = before.len() - command.len() - 1;
+                let typed = &before[colon..];
+                let names = COMMANDS
+                    .iter()
+                    .map(|(n, _, _)| n.to_string())
+                    .filter(|n| n.starts_with(typed))
+                    .collect();
+                (colon, names)
+            }
+            Some(("list", _)) => (start, functions.starting_with(word).to_vec()),
+            Some(("mode", _)) => (
+                start,
+                starting(word, ["auto", "fsession", "fentry"].into_iter()),
+            ),
+            Some(_) => (start, Vec::new()),
+        };
+    }
+
+    let tokens = identifiers(&before[..start]);
+    if tokens.last() == Some(&"session") {
+        return (start, functions.starting_with(word).to_vec());
+    }
+    if before[..start].trim_end().ends_with("->") || before[..start].ends_with('.') {
+        return (start, Vec::new());
+    }
+    // The function of the session being written: the last `session FUNC` before the cursor.
+    let params: Vec<String> = tokens
+        .windows(2)
+        .rev()
+        .find(|w| w[0] == "session")
+        .and_then(|w| kernel.function(w[1]))
+        .map(|sig| {
+            let named = sig.params.iter().map(|p| p.name.clone());
+            let positional = (0..sig.params.len()).map(|i| format!("arg{i}"));
+            named.chain(positional).filter(|n| !n.is_empty()).collect()
+        })
+        .unwrap_or_default();
+    let mut names: Vec<&str> = params.iter().map(String::as_str).collect();
+    names.extend(KEYWORDS.iter().chain(AGGREGATIONS));
+    for builtin in crate::check::builtin_names() {
+        names.push(builtin);
+    }
+    (start, starting(word, names.into_iter()))
+}
+
+/// The identifiers (and keywords) in `text`, in order.
+fn identifiers(text: &str) -> Vec<&str> {
+    text.split(|c: char| !is_ident(c))
+        .filter(|t| !t.is_empty() && !t.starts_with(|c: char| c.is_ascii_digit()))
+        .collect()
+}
+
+/// rustyline's helper: completion and multi-line entry.
+struct Assist {
+    kernel: Rc<Btf>,
+    functions: Rc<Traceable>,
+}
+
+impl Completer for Assist {
+    type Candidate = Pair;
+
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let before = line.get(..pos).unwrap_or(line);
+        let (start, names) = complete(self.kernel.as_ref(), &self.functions, before);
+        let pairs = names
+            .into_iter()
+            .map(|n| Pair {
+                display: n.clone(),
+                replacement: n,
+            })
+            .collect();
+        Ok((start, pairs))
+    }
+}
+
+impl Validator for Assist {
+    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
+        Ok(if is_complete(ctx.input()) {
+            ValidationResult::Valid(None)
+        } else {
+            ValidationResult::Incomplete
+        })
+    }
+}
+
+impl Hinter for Assist {
+    type Hint = String;
+}
+
+impl Highlighter for Assist {}
+
+impl Helper for Assist {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::Fixture;
+
+    #[test]
+    fn entries_continue_while_braces_or_parentheses_are_open() {
+        let cases = [
+            ("session vfs_read", true),
+            ("session vfs_read {", false),
+            ("session vfs_read {\n emit\n}", true),
+            ("session vfs_read where (tgid == 1", false),
+            ("session vfs_read where comm == \"{\"", true),
+            ("session vfs_read # {", true),
+            ("session vfs_read // (", true),
+            ("session vfs_read \\", false),
+            (":run 2", true),
+            ("session vfs_read }", true),
+        ];
+        for (text, want) in cases {
+            assert_eq!(is_complete(text), want, "{text:?}");
+        }
+    }
+
+    fn names(before: &str) -> (usize, Vec<String>) {
+        let k = Fixture::new();
+        let t = Traceable::with_ftrace(&k, None);
+        complete(&k, &t, before)
+    }
+
+    #[test]
+    fn completes_function_names_after_session() {
+        let (start, got) = names("session vfs_re");
+        assert_eq!(start, "session ".len());
+        assert_eq!(got, ["vfs_read"]);
+    }
+
+    #[test]
+    fn completes_parameters_of_the_session_function_and_builtins() {
+        let (_, got) = names("session vfs_read where cou");
+        assert_eq!(got, ["count"]);
+        let (_, got) = names("session vfs_read where la");
+        assert_eq!(got, ["latency"]);
+        let (_, got) = names("session vfs_read { emit fi");
+        assert_eq!(got, ["file"]);
+        let (_, got) = names("session vfs_read where wh");
+        assert_eq!(got, ["where"]);
+    }
+
+    #[test]
+    fn completes_commands_and_their_arguments() {
+        let (start, got) = names(":ru");
+        assert_eq!((start, got), (0, vec![":run".to_string()]));
+        let (_, got) = names(":mode fe");
+        assert_eq!(got, ["fentry"]);
+        let (_, got) = names(":list vfs_w");
+        assert_eq!(got, ["vfs_write"]);
+    }
+}
