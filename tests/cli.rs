@@ -1,0 +1,359 @@
+//! The front ends on the host: `-l` over the host kernel's BTF, `doctor`, completions and
+//! the man page, and the REPL — scripted through standard input, and interactive through a
+//! pseudo-terminal (tmux; `tests/vm/setup-host` installs it). Nothing here loads BPF: the
+//! host kernel forbids function tracing, which is what `doctor` must say.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const FSLAT: &str = env!("CARGO_BIN_EXE_fslat");
+
+fn fslat(args: &[&str]) -> Output {
+    fslat_with_stdin(args, None)
+}
+
+fn fslat_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(FSLAT)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {FSLAT}: {e}"));
+    if let Some(text) = stdin {
+        let mut pipe = child.stdin.take().expect("piped stdin");
+        pipe.write_all(text.as_bytes())
+            .expect("write fslat's stdin");
+    }
+    child.wait_with_output().expect("wait for fslat")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn list_glob_prints_matching_names_sorted_one_a_line() {
+    let out = fslat(&["-l", "vfs_rea*"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines.contains(&"vfs_read"), "{stdout}");
+    assert!(lines.iter().all(|l| l.starts_with("vfs_rea")), "{stdout}");
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(lines, sorted);
+}
+
+#[test]
+fn list_exact_name_prints_its_signature() {
+    let out = fslat(&["-l", "vfs_read"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.starts_with("ssize_t vfs_read("), "{stdout}");
+    assert!(stdout.contains("struct file *file"), "{stdout}");
+    assert!(stdout.contains("size_t count"), "{stdout}");
+}
+
+#[test]
+fn list_verbose_glob_prints_signatures() {
+    let out = fslat(&["-lv", "vfs_rea*"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("ssize_t vfs_read(struct file *file")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn list_unknown_name_fails_with_a_suggestion() {
+    let out = fslat(&["-l", "vfs_raed"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.starts_with("fslat: error: `vfs_raed` is not a kernel function with BTF"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("vfs_read"), "{stderr}");
+}
+
+#[test]
+fn list_glob_matching_nothing_fails() {
+    let out = fslat(&["-l", "zzz_no_such_*"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("no traceable kernel function matches `zzz_no_such_*`"),
+        "{out:?}"
+    );
+}
+
+/// The host kernel forbids function tracing: doctor must find that out by loading, and
+/// say so, with exit status 1.
+#[test]
+fn doctor_on_this_host_reports_function_tracing_unavailable() {
+    let out = fslat(&["doctor"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    for name in [
+        "kernel",
+        "privileges",
+        "BTF",
+        "BPF JIT",
+        "fsession",
+        "clang",
+        "cache",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(name)),
+            "no {name} line:\n{stdout}"
+        );
+    }
+    let tracing = stdout
+        .lines()
+        .find(|l| l.starts_with("fentry/fexit"))
+        .unwrap_or_else(|| panic!("no fentry/fexit line:\n{stdout}"));
+    assert!(
+        tracing.contains(" missing ") && tracing.contains("function tracing is unavailable"),
+        "{stdout}"
+    );
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        assert!(tracing.contains("EPERM"), "{stdout}");
+    }
+    assert!(
+        stdout
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("fslat cannot trace on this machine")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn completions_generate_for_every_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = fslat(&["completions", shell]);
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{shell}: {out:?}");
+        assert!(stdout.contains("pid"), "{shell}: no --pid:\n{stdout}");
+        assert!(stdout.contains("doctor"), "{shell}: no doctor:\n{stdout}");
+    }
+    let out = fslat(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+#[test]
+fn man_page_generates_roff_with_the_options() {
+    let out = fslat(&["man"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout.contains(".TH fslat 1"), "{stdout}");
+    assert!(stdout.contains(r"\-\-pid"), "{stdout}");
+}
+
+#[test]
+fn a_script_named_like_a_subcommand_is_still_a_script() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("doctor.fsl");
+    std::fs::write(&script, "session vfs_read where latncy > 1ms\n").expect("write script");
+    let out = fslat(&[script.to_str().expect("utf-8 path"), "--emit", "c"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("unknown name `latncy`"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn scripted_repl_checks_entries_and_shows_c() {
+    let input = "session vfs_read where latncy > 1ms\n\
+                 session vfs_read where latency > 1ms {\n  count() by comm\n}\n\
+                 :c\n:mode fentry\n:list vfs_rea*\n:quit\n:c\n";
+    let out = fslat_with_stdin(&["repl"], Some(input));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // The first entry's diagnostic makes the scripted REPL's exit status 1.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error: unknown name `latncy`"), "{stderr}");
+    assert!(stderr.contains("--> <input>:1:24"), "{stderr}");
+    assert!(stderr.contains("ok: vfs_read"), "{stderr}");
+    assert!(stderr.contains("Mode fentry (fentry)."), "{stderr}");
+    assert!(stdout.contains("SEC(\""), "no C on stdout:\n{stdout}");
+    assert!(stdout.lines().any(|l| l == "vfs_read"), "{stdout}");
+    // `:quit` ends it: the second `:c` is never run.
+    assert_eq!(
+        stdout.matches("// Generated by fslat").count(),
+        1,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn scripted_repl_without_errors_exits_0() {
+    let out = fslat_with_stdin(&["repl"], Some("session vfs_write\n:help\n"));
+    assert!(out.status.success(), "{out:?}");
+    assert!(text(&out.stdout).contains(":run [DUR]"), "{out:?}");
+}
+
+/// A private tmux server with one pane running fslat's REPL.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, state: &Path) -> Tmux {
+        let socket = format!("fslat-test-{}-{name}", std::process::id());
+        let t = Tmux { socket };
+        let command = format!(
+            "env NO_COLOR=1 XDG_STATE_HOME={} {FSLAT} repl",
+            state.display()
+        );
+        let out = t.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            "repl",
+            "-x",
+            "160",
+            "-y",
+            "50",
+            &command,
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux new-session failed: {}",
+            text(&out.stderr)
+        );
+        t.wait_for("the prompt", |s| s.lines().any(|l| l.starts_with("fslat>")));
+        t
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run tmux ({e}): these tests need it; run tests/vm/setup-host")
+            })
+    }
+
+    /// Types `keys` (tmux key names: "Tab", "Enter", or literal text).
+    fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "repl"];
+        args.extend(keys);
+        let out = self.tmux(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+
+    fn screen(&self) -> String {
+        text(
+            &self
+                .tmux(&["capture-pane", "-p", "-t", "repl", "-S", "-200"])
+                .stdout,
+        )
+    }
+
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}; the screen:\n{screen}");
+            }
+            sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+#[test]
+fn repl_on_a_terminal_completes_function_and_parameter_names() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let t = Tmux::start("complete", state.path());
+    // Ambiguous: the candidates are listed.
+    t.send(&["session vfs_re", "Tab"]);
+    t.wait_for("the list of vfs_re* candidates", |s| {
+        s.contains("vfs_readlink") && s.contains("vfs_rename")
+    });
+    // One more letter and Tab: the longest common prefix, `vfs_read`.
+    t.send(&["a", "Tab"]);
+    t.wait_for("vfs_read completed", |s| {
+        s.lines().any(|l| l.trim_end() == "fslat> session vfs_read")
+    });
+    t.send(&["C-e", " where cou", "Tab"]);
+    t.wait_for("the parameter count completed", |s| {
+        s.contains("session vfs_read where count")
+    });
+    t.send(&[" > 1 and laten", "Tab", " > 1ms", "Enter"]);
+    t.wait_for("the entry accepted", |s| {
+        s.contains("ok: vfs_read") && s.contains("where count > 1 and latency > 1ms")
+    });
+}
+
+#[test]
+fn repl_on_a_terminal_points_diagnostics_into_typed_text_and_shows_c() {
+    let state = tempfile::tempdir().expect("temp dir");
+    let t = Tmux::start("diag", state.path());
+    t.send(&["session vfs_read where tgid == 1 and latncy > 1ms", "Enter"]);
+    let screen = t.wait_for("the diagnostic", |s| s.contains("did you mean `latency`?"));
+    let lines: Vec<&str> = screen.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("1 | session vfs_read where tgid == 1 and latncy > 1ms"))
+        .unwrap_or_else(|| panic!("no source line:\n{screen}"));
+    let caret = lines.get(at + 1).copied().unwrap_or("");
+    let source_col = lines[at].find("latncy").expect("latncy on the source line");
+    assert_eq!(
+        caret.find('^'),
+        Some(source_col),
+        "the caret is not under `latncy`:\n{screen}"
+    );
+    assert!(caret.contains("^^^^^^"), "{screen}");
+
+    // An entry over three lines: the braces keep it open.
+    t.send(&["session vfs_write {", "Enter"]);
+    t.send(&["count() by comm", "Enter"]);
+    t.send(&["}", "Enter"]);
+    t.wait_for("the three-line entry accepted", |s| {
+        s.contains("ok: vfs_write")
+    });
+    t.send(&[":c", "Enter"]);
+    t.wait_for("the C", |s| {
+        s.contains("SEC(\"fexit/vfs_write\")") || s.contains("SEC(\"fsession/vfs_write\")")
+    });
+    t.send(&[":quit", "Enter"]);
+    let history = state.path().join("fslat/history");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_to_string(&history).is_ok_and(|h| h.contains(":quit")) {
+        assert!(
+            Instant::now() < deadline,
+            "no history at {}",
+            history.display()
+        );
+        sleep(Duration::from_millis(50));
+    }
+    let saved = std::fs::read_to_string(&history).unwrap_or_default();
+    assert!(saved.contains("latncy"), "{saved}");
+    assert!(saved.contains("session vfs_write {"), "{saved}");
+}
