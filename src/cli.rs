@@ -242,6 +242,10 @@ pub enum CliError {
         source: std::io::Error,
     },
     #[error(
+        "`{0}` is a subcommand and must come first, with its own options after it (`fslat {0} --help`); a script file named {0} runs as `fslat ./{0}`"
+    )]
+    MisplacedSubcommand(String),
+    #[error(
         "no program given: run `fslat -e 'session vfs_read where latency > 10ms'`, or name a script file (see --help)"
     )]
     NoProgram,
@@ -369,9 +373,17 @@ fn script_source(args: &Args) -> Result<(String, String), CliError> {
             Ok(("<stdin>".into(), text))
         }
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| CliError::ReadScript {
-                path: path.display().to_string(),
-                source,
+            let text = std::fs::read_to_string(path).map_err(|source| {
+                let name = path.to_string_lossy();
+                match Args::command().find_subcommand(name.as_ref()) {
+                    Some(_) if source.kind() == std::io::ErrorKind::NotFound => {
+                        CliError::MisplacedSubcommand(name.into_owned())
+                    }
+                    _ => CliError::ReadScript {
+                        path: path.display().to_string(),
+                        source,
+                    },
+                }
             })?;
             Ok((path.display().to_string(), text))
         }

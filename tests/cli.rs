@@ -178,6 +178,16 @@ fn a_script_named_like_a_subcommand_is_still_a_script() {
 }
 
 #[test]
+fn a_subcommand_after_options_is_explained() {
+    let out = fslat(&["-p", "1", "doctor"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("`doctor` is a subcommand and must come first"),
+        "{out:?}"
+    );
+}
+
+#[test]
 fn scripted_repl_checks_entries_and_shows_c() {
     let input = "session vfs_read where latncy > 1ms\n\
                  session vfs_read where latency > 1ms {\n  count() by comm\n}\n\
