@@ -455,7 +455,12 @@ pub fn compile_and_run(
     compiler: &Compiler,
     opts: &RunArgs,
 ) -> Result<(), CliError> {
-    let object = compiler.compile(c)?;
+    // Ctrl-C during start-up reaches clang too (same process group): that is an end,
+    // not a compiler failure.
+    let object = match compiler.compile(c) {
+        Err(_) if signals::stop_requested() => return Ok(()),
+        result => result?,
+    };
     if signals::stop_requested() {
         return Ok(());
     }
