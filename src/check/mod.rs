@@ -11,6 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Longest string fslat reads from kernel memory, NUL included.
 pub const STRING_CAP: u32 = 64;
+/// Longest `path()`, NUL included (FSLAT_PATH_CAP in fslat.bpf.h).
+pub const PATH_CAP: u32 = 128;
 const COMM_CAP: u32 = 16;
 const MAX_KEYS: usize = 4;
 
@@ -44,6 +46,7 @@ pub fn check(
         structs: BTreeMap::new(),
         struct_order: Vec::new(),
         next_agg: 0,
+        uses_path: false,
     };
     let mut per_func: HashMap<&str, usize> = HashMap::new();
     for s in &script.sessions {
@@ -67,7 +70,11 @@ pub fn check(
         return Err(cx.diags);
     }
     let structs = cx.ordered_structs();
-    Ok(Program { sessions, structs })
+    Ok(Program {
+        sessions,
+        structs,
+        uses_path: cx.uses_path,
+    })
 }
 
 struct Checker<'k> {
@@ -78,6 +85,7 @@ struct Checker<'k> {
     structs: BTreeMap<String, (StructDecl, Vec<String>)>,
     struct_order: Vec<String>,
     next_agg: usize,
+    uses_path: bool,
 }
 
 /// What names mean inside one session.
@@ -280,16 +288,7 @@ impl<'k> Checker<'k> {
                 kind: ExprKind::Str(bytes.clone()),
             }),
             K::Name(name) => self.name(scope, name, e.span.clone()),
-            K::Call { func, .. } => {
-                let d = Diagnostic::new(
-                    func.span.clone(),
-                    DiagKind::UnknownCall {
-                        name: func.name.clone(),
-                    },
-                )
-                .hint("aggregations (count, hist, sum, min, max, avg) are statements in a `{ }` block");
-                Err(self.error_with(d))
-            }
+            K::Call { func, args } => self.call(scope, func, args, e.span.clone()),
             K::Member { base, arrow, field } => self.member(scope, base, *arrow, field),
             K::Unary { op, expr } => self.unary(scope, *op, expr, e.span.clone()),
             K::Binary { op, lhs, rhs } => self.binary(scope, *op, lhs, rhs, e.span.clone()),
@@ -420,6 +419,59 @@ impl<'k> Checker<'k> {
                 },
             )),
         }
+    }
+
+    fn call(
+        &mut self,
+        scope: &Scope,
+        func: &ast::Ident,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> Checked<Expr> {
+        if func.name != "path" {
+            let d = Diagnostic::new(
+                func.span.clone(),
+                DiagKind::UnknownCall {
+                    name: func.name.clone(),
+                },
+            )
+            .hint("the one function is `path(FILE)`, the path of a `struct file *`")
+            .hint("aggregations (count, hist, sum, min, max, avg) are statements in a `{ }` block");
+            return Err(self.error_with(d));
+        }
+        if args.len() != 1 {
+            return Err(self.error(
+                span,
+                DiagKind::WrongArgCount {
+                    func: "path".into(),
+                    expected: 1,
+                    found: args.len(),
+                },
+            ));
+        }
+        let arg = self.expr(scope, &args[0])?;
+        let is_file = match &arg.ty {
+            Ty::Ptr { pointee, .. } => matches!(
+                self.kernel.resolve(*pointee),
+                KType::Struct { ref name, union: false, .. } if name == "file"
+            ),
+            _ => false,
+        };
+        if !is_file {
+            return Err(self.error(
+                args[0].span.clone(),
+                DiagKind::BadArgType {
+                    func: "path".into(),
+                    expected: "a `struct file *`",
+                    found: arg.ty.describe(),
+                },
+            ));
+        }
+        self.uses_path = true;
+        Ok(Expr {
+            ty: Ty::Str { cap: PATH_CAP },
+            kind: ExprKind::Path(Box::new(arg)),
+        })
     }
 
     fn member(

@@ -13,6 +13,8 @@ pub struct Program {
     /// Kernel structs that field reads go through, in an order where every struct comes
     /// after the structs it embeds. Codegen declares them for CO-RE.
     pub structs: Vec<StructDecl>,
+    /// Whether any expression calls `path()` (the C then includes its helper).
+    pub uses_path: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -117,6 +119,8 @@ pub enum ExprKind {
     },
     /// A `char *` value (parameter or field) read as a string.
     Deref(Box<Expr>),
+    /// `path(file)`: the file's path, walked up through dentries and mounts.
+    Path(Box<Expr>),
     Unary {
         op: UnOp,
         expr: Box<Expr>,
@@ -156,7 +160,9 @@ impl Expr {
     pub fn at_return(&self) -> bool {
         match &self.kind {
             ExprKind::Ret | ExprKind::Builtin(Builtin::Latency) => true,
-            ExprKind::Read { base, .. } | ExprKind::Deref(base) => base.at_return(),
+            ExprKind::Read { base, .. } | ExprKind::Deref(base) | ExprKind::Path(base) => {
+                base.at_return()
+            }
             ExprKind::Unary { expr, .. } => expr.at_return(),
             ExprKind::Binary { lhs, rhs, .. } => lhs.at_return() || rhs.at_return(),
             _ => false,
@@ -167,7 +173,9 @@ impl Expr {
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match &self.kind {
-            ExprKind::Read { base, .. } | ExprKind::Deref(base) => base.visit(f),
+            ExprKind::Read { base, .. } | ExprKind::Deref(base) | ExprKind::Path(base) => {
+                base.visit(f)
+            }
             ExprKind::Unary { expr, .. } => expr.visit(f),
             ExprKind::Binary { lhs, rhs, .. } => {
                 lhs.visit(f);

@@ -136,7 +136,7 @@ impl<'p> Phase<'p> {
         match &e.kind {
             ExprKind::Int(v) => int_literal(*v),
             ExprKind::Bool(b) => u8::from(*b).to_string(),
-            ExprKind::Str(_) | ExprKind::Deref(_) => {
+            ExprKind::Str(_) | ExprKind::Deref(_) | ExprKind::Path(_) => {
                 unreachable!("strings are compared through string_ref")
             }
             ExprKind::Builtin(b) => self.builtin(*b),
@@ -225,6 +225,10 @@ impl<'p> Phase<'p> {
             ExprKind::Deref(ptr) => {
                 let p = self.expr(ptr);
                 format!("fslat_read_str({dst}, {cap}, (const void *){p});")
+            }
+            ExprKind::Path(file) => {
+                let f = self.expr(file);
+                format!("fslat_path({dst}, (const void *){f});")
             }
             ExprKind::Read {
                 base,

@@ -70,6 +70,7 @@ struct ProgramData {
     version: &'static str,
     mode: &'static str,
     fsession: bool,
+    uses_path: bool,
     session_count: usize,
     structs: Vec<StructData>,
     events: Vec<EventData>,
@@ -132,6 +133,7 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         version: env!("CARGO_PKG_VERSION"),
         mode: mode.name(),
         fsession: mode == Mode::Fsession,
+        uses_path: program.uses_path,
         session_count: program.sessions.len().max(1),
         structs: program
             .structs

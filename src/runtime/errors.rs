@@ -101,7 +101,11 @@ pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
             RuntimeError::TracingForbidden
         };
     }
-    if log.contains("bpf_session_cookie") || log.contains("bpf_session_is_return") {
+    let missing_kfunc = log.lines().any(|l| {
+        (l.contains("bpf_session_cookie") || l.contains("bpf_session_is_return"))
+            && (l.contains("not found") || l.contains("failed to find"))
+    });
+    if missing_kfunc {
         return RuntimeError::NoFsession {
             detail: "the kfuncs bpf_session_cookie/bpf_session_is_return are missing".into(),
         };
