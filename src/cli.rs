@@ -42,7 +42,8 @@ pub struct Args {
     #[arg(short = 'l', long = "list", conflicts_with_all = ["program", "emit"])]
     pub list: bool,
 
-    /// Print the generated C, or write the BPF object; loads nothing, needs no root
+    /// Print the generated C, or write the BPF object; loads nothing, needs no root.
+    /// (ast and ir show the earlier stages: the parsed script, the checked program)
     #[arg(long, value_enum, value_name = "c|obj")]
     pub emit: Option<Emit>,
 
@@ -131,6 +132,8 @@ pub enum Format {
 pub enum Emit {
     C,
     Obj,
+    Ast,
+    Ir,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -430,9 +433,27 @@ fn run(args: &Args) -> Result<(), CliError> {
     let (name, text) = script_source(args)?;
     let kernel = load_kernel_types(args.run.btf.as_ref())?;
     let mode = resolve_mode(args.run.mode, &kernel)?;
+    if args.emit == Some(Emit::Ast) {
+        let ast = crate::syntax::parse(&text).map_err(|diags| {
+            CliError::Script(render(
+                &Source {
+                    name: &name,
+                    text: &text,
+                },
+                &diags,
+                color_stderr(),
+            ))
+        })?;
+        return write_output(args.run.output.as_ref(), format!("{ast:#?}\n").as_bytes());
+    }
     let (program, c) = compile_script(&name, &text, &kernel, mode)?;
 
     match args.emit {
+        Some(Emit::Ast) => unreachable!("handled above"),
+        Some(Emit::Ir) => {
+            let ir = serde_json::to_string_pretty(&program).unwrap_or_default();
+            write_output(args.run.output.as_ref(), format!("{ir}\n").as_bytes())
+        }
         Some(Emit::C) => write_output(args.run.output.as_ref(), c.as_bytes()),
         Some(Emit::Obj) => {
             let object = compiler(&args.run)?.compile(&c)?;
