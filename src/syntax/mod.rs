@@ -16,7 +16,8 @@ struct Grammar;
 /// Parses a whole script. Errors come back as diagnostics pointing into `source`.
 pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
     pest::set_error_detail(true);
-    let mut pairs = Grammar::parse(Rule::script, source).map_err(|e| vec![parse_error(e)])?;
+    let mut pairs =
+        Grammar::parse(Rule::script, source).map_err(|e| vec![parse_error(e, source)])?;
     let script = pairs
         .next()
         .expect("the grammar's script rule always yields one pair");
@@ -348,7 +349,7 @@ fn unescape(body: &str, offset: usize, errors: &mut Vec<Diagnostic>) -> Vec<u8> 
 }
 
 /// Turns pest's error into words a user can act on.
-fn parse_error(e: pest::error::Error<Rule>) -> Diagnostic {
+fn parse_error(e: pest::error::Error<Rule>, source: &str) -> Diagnostic {
     use pest::error::{ErrorVariant, InputLocation};
     let pos = match e.location {
         InputLocation::Pos(p) => p,
@@ -358,6 +359,13 @@ fn parse_error(e: pest::error::Error<Rule>) -> Diagnostic {
         ErrorVariant::ParsingError { positives, .. } => {
             let mut words: Vec<&'static str> =
                 positives.iter().filter_map(|r| describe(*r)).collect();
+            // Closing brackets are literals, which pest does not list: name the one that
+            // would close what is open here.
+            match innermost_open(&source[..pos.min(source.len())]) {
+                Some('{') => words.push("`}`"),
+                Some('(') => words.push("`)`"),
+                _ => {}
+            }
             words.sort();
             words.dedup();
             words
@@ -365,6 +373,35 @@ fn parse_error(e: pest::error::Error<Rule>) -> Diagnostic {
         ErrorVariant::CustomError { .. } => Vec::new(),
     };
     Diagnostic::new(pos..pos, DiagKind::Syntax { expected })
+}
+
+/// The innermost `{` or `(` still open at the end of `text`, strings and comments aside.
+fn innermost_open(text: &str) -> Option<char> {
+    let mut stack = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                while let Some(c) = chars.next() {
+                    match c {
+                        '\\' => {
+                            chars.next();
+                        }
+                        '"' | '\n' => break,
+                        _ => {}
+                    }
+                }
+            }
+            '#' => while chars.next_if(|&c| c != '\n').is_some() {},
+            '/' if chars.peek() == Some(&'/') => while chars.next_if(|&c| c != '\n').is_some() {},
+            '{' | '(' => stack.push(c),
+            '}' | ')' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    stack.pop()
 }
 
 fn describe(rule: Rule) -> Option<&'static str> {
