@@ -508,7 +508,7 @@ pub fn compile_and_run(
         })?),
         None => Box::new(std::io::stdout().lock()),
     };
-    let sink = std::io::LineWriter::new(sink);
+    let sink = std::io::BufWriter::with_capacity(1 << 16, sink);
     let mut writer: Box<dyn Writer> = match opts.format {
         Format::Text => Box::new(TextWriter::new(sink)),
         Format::Json => Box::new(JsonWriter::new(sink)),

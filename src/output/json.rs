@@ -1,7 +1,8 @@
 //! JSON lines: one object per event, summary and aggregation, with `"type"`. Durations
 //! are integer nanoseconds in fields named `*_ns`.
 
-use super::{AggResult, AggValue, Summary, Value, Writer};
+use super::{AggResult, AggValue, Summary, Value, Writer, field_value};
+use crate::check::program::EventSchema;
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
 
@@ -38,12 +39,25 @@ fn json_value(v: &Value) -> Json {
 }
 
 impl<W: Write> Writer for JsonWriter<W> {
-    fn event(&mut self, session: &str, fields: &[(&str, Value)]) -> io::Result<()> {
-        let mut f = Map::new();
-        for (name, v) in fields {
-            f.insert(key(name, v), json_value(v));
+    fn event(&mut self, schema: &EventSchema, record: &[u8]) -> io::Result<()> {
+        // Written by hand, in the order serde_json would sort nothing: no map per event.
+        let out = &mut self.out;
+        out.write_all(b"{\"type\":\"event\",\"session\":")?;
+        serde_json::to_writer(&mut *out, &schema.session)?;
+        out.write_all(b",\"fields\":{")?;
+        for (i, f) in schema.fields.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            let v = field_value(record, f);
+            serde_json::to_writer(&mut *out, &key(&f.name, &v))?;
+            out.write_all(b":")?;
+            match &v {
+                Value::Str(s) => serde_json::to_writer(&mut *out, &String::from_utf8_lossy(s))?,
+                v => serde_json::to_writer(&mut *out, &json_value(v))?,
+            }
         }
-        self.line(&json!({"type": "event", "session": session, "fields": f}))
+        out.write_all(b"}}\n")
     }
 
     fn summary(&mut self, s: &Summary) -> io::Result<()> {

@@ -8,18 +8,33 @@ mod text;
 pub use json::JsonWriter;
 pub use text::TextWriter;
 
-use crate::check::program::{EventSchema, FieldKind, Program};
+use crate::check::program::{EventField, EventSchema, FieldKind, Program};
+use std::borrow::Cow;
 use std::io;
 
+/// A decoded value; strings borrow from the record they were read from.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub enum Value<'a> {
     Unsigned(u64),
     Signed(i64),
     Bool(bool),
     /// Nanoseconds.
     Duration(u64),
-    Str(Vec<u8>),
+    Str(Cow<'a, [u8]>),
     Ptr(u64),
+}
+
+impl Value<'_> {
+    pub fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::Str(s) => Value::Str(Cow::Owned(s.into_owned())),
+            Value::Unsigned(n) => Value::Unsigned(n),
+            Value::Signed(n) => Value::Signed(n),
+            Value::Bool(b) => Value::Bool(b),
+            Value::Duration(n) => Value::Duration(n),
+            Value::Ptr(p) => Value::Ptr(p),
+        }
+    }
 }
 
 /// Per-session figures at the end of a run.
@@ -50,7 +65,7 @@ pub struct AggResult {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggRow {
-    pub keys: Vec<Value>,
+    pub keys: Vec<Value<'static>>,
     pub value: AggValue,
 }
 
@@ -64,7 +79,9 @@ pub enum AggValue {
 
 /// Where decoded output goes: text lines or JSON lines.
 pub trait Writer {
-    fn event(&mut self, session: &str, fields: &[(&str, Value)]) -> io::Result<()>;
+    /// One event: `record` is a whole record that `schema` describes (as checked by
+    /// `Decoder::decode`).
+    fn event(&mut self, schema: &EventSchema, record: &[u8]) -> io::Result<()>;
     fn summary(&mut self, s: &Summary) -> io::Result<()>;
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()>;
     fn flush(&mut self) -> io::Result<()>;
@@ -84,9 +101,6 @@ pub enum DecodeError {
     },
 }
 
-/// A decoded record: its session's schema and the field values in schema order.
-pub type Decoded<'p> = (&'p EventSchema, Vec<(&'p str, Value)>);
-
 /// Decodes ring buffer records of one program.
 pub struct Decoder<'p> {
     schemas: Vec<Option<&'p EventSchema>>,
@@ -99,8 +113,8 @@ impl<'p> Decoder<'p> {
         }
     }
 
-    /// The session and field values of a record.
-    pub fn decode(&self, record: &[u8]) -> Result<Decoded<'p>, DecodeError> {
+    /// The schema a record follows, once its id and size are checked against it.
+    pub fn decode(&self, record: &[u8]) -> Result<&'p EventSchema, DecodeError> {
         let id = u32::from_ne_bytes(
             record
                 .get(..4)
@@ -120,23 +134,18 @@ impl<'p> Decoder<'p> {
                 want: schema.size,
             });
         }
-        let values = schema
-            .fields
-            .iter()
-            .map(|f| {
-                let at = f.offset as usize;
-                (
-                    f.name.as_str(),
-                    read_value(&record[at..at + f.kind.size() as usize], f.kind),
-                )
-            })
-            .collect();
-        Ok((schema, values))
+        Ok(schema)
     }
 }
 
+/// The value of `field` in a record that `Decoder::decode` accepted.
+pub fn field_value<'r>(record: &'r [u8], field: &EventField) -> Value<'r> {
+    let at = field.offset as usize;
+    read_value(&record[at..at + field.kind.size() as usize], field.kind)
+}
+
 /// A value of `kind` from exactly its bytes (native endian, as the kernel wrote it).
-pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value {
+pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value<'_> {
     let unsigned = || {
         let mut b = [0u8; 8];
         b[..bytes.len().min(8)].copy_from_slice(&bytes[..bytes.len().min(8)]);
@@ -154,7 +163,7 @@ pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value {
         FieldKind::Ptr => Value::Ptr(unsigned()),
         FieldKind::Str { .. } => {
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-            Value::Str(bytes[..end].to_vec())
+            Value::Str(Cow::Borrowed(&bytes[..end]))
         }
     }
 }

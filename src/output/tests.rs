@@ -1,1 +1,112 @@
+use super::*;
+use crate::btf::Fixture;
+use crate::codegen::Mode;
 
+fn program(script: &str) -> Program {
+    crate::compile(script, &Fixture::new(), Mode::Fsession)
+        .expect("compiles")
+        .0
+}
+
+/// A record as the kernel would write it for the default `emit` of vfs_read.
+fn slow_read_record(p: &Program) -> Vec<u8> {
+    let schema = p.sessions[0].event.as_ref().expect("emits");
+    let mut r = vec![0u8; schema.size as usize];
+    for f in &schema.fields {
+        let at = f.offset as usize;
+        match f.name.as_str() {
+            "comm" => r[at..at + 7].copy_from_slice(b"python3"),
+            "tgid" | "pid" => r[at..at + 4].copy_from_slice(&1257u32.to_ne_bytes()),
+            "count" => r[at..at + 8].copy_from_slice(&1u64.to_ne_bytes()),
+            "ret" => r[at..at + 8].copy_from_slice(&(-9i64).to_ne_bytes()),
+            "latency" => r[at..at + 8].copy_from_slice(&50_160_123u64.to_ne_bytes()),
+            _ => {}
+        }
+    }
+    r
+}
+
+#[test]
+fn text_event_line_is_stable() {
+    let p = program("session vfs_read");
+    let rec = slow_read_record(&p);
+    let decoder = Decoder::new(&p);
+    let mut out = Vec::new();
+    let mut w = TextWriter::new(&mut out);
+    let schema = decoder.decode(&rec).expect("decodes");
+    w.event(schema, &rec).expect("writes");
+    w.flush().expect("flushes");
+    assert_eq!(
+        String::from_utf8(out).expect("utf-8"),
+        "EVENT vfs_read comm=python3 tgid=1257 pid=1257 count=1 ret=-9 latency=50160us\n"
+    );
+}
+
+#[test]
+fn json_event_has_ns_durations_and_escaped_strings() {
+    let p = program("session vfs_read");
+    let mut rec = slow_read_record(&p);
+    let comm = p.sessions[0].event.as_ref().expect("emits").fields[0].offset as usize;
+    rec[comm..comm + 4].copy_from_slice(b"a\"\n\x01");
+    let decoder = Decoder::new(&p);
+    let mut out = Vec::new();
+    let mut w = JsonWriter::new(&mut out);
+    w.event(decoder.decode(&rec).expect("decodes"), &rec)
+        .expect("writes");
+    let line = String::from_utf8(out).expect("utf-8");
+    let v: serde_json::Value = serde_json::from_str(&line).expect("one JSON object");
+    assert_eq!(v["type"], "event");
+    assert_eq!(v["session"], "vfs_read");
+    assert_eq!(v["fields"]["latency_ns"], 50_160_123);
+    assert_eq!(v["fields"]["ret"], -9);
+    assert_eq!(v["fields"]["comm"], "a\"\n\u{1}on3");
+}
+
+#[test]
+fn text_strings_are_quoted_when_they_need_it() {
+    let cases: &[(&[u8], &str)] = &[
+        (b"python3", "python3"),
+        (b"", "\"\""),
+        (b"two words", "\"two words\""),
+        (b"a\"b\\c\n\t\x01", "\"a\\\"b\\\\c\\n\\t\\x01\""),
+        (b"caf\xc3\xa9", "\"caf\u{e9}\""),
+        (b"bad\xff", "\"bad\\xff\""),
+    ];
+    for (bytes, want) in cases {
+        let mut out = Vec::new();
+        text::write_value(&mut out, &Value::Str((*bytes).into())).expect("writes");
+        assert_eq!(String::from_utf8(out).expect("utf-8"), *want, "{bytes:?}");
+    }
+}
+
+#[test]
+fn a_record_of_the_wrong_size_is_refused() {
+    let p = program("session vfs_read");
+    let mut rec = slow_read_record(&p);
+    rec.push(0);
+    assert!(matches!(
+        Decoder::new(&p).decode(&rec),
+        Err(DecodeError::Size { .. })
+    ));
+    assert!(matches!(
+        Decoder::new(&p).decode(&[1, 0]),
+        Err(DecodeError::Short(2))
+    ));
+}
+
+/// Not a test of speed (see benches/): prints how fast decode + text runs on this host.
+#[test]
+#[ignore]
+fn decode_and_write_rate() {
+    let p = program("session vfs_read");
+    let rec = slow_read_record(&p);
+    let decoder = Decoder::new(&p);
+    let mut w = TextWriter::new(std::io::BufWriter::new(std::io::sink()));
+    let n = 2_000_000;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let s = decoder.decode(&rec).expect("decodes");
+        w.event(s, &rec).expect("writes");
+    }
+    println!("{:.0} events/s", n as f64 / t.elapsed().as_secs_f64());
+}

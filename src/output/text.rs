@@ -1,7 +1,8 @@
 //! The text format (docs/language.md, "Output"): one line per event and per summary,
 //! `KEY=VALUE` pairs, strings quoted only when they need it, durations in microseconds.
 
-use super::{AggResult, AggValue, Summary, Value, Writer};
+use super::{AggResult, AggValue, Summary, Value, Writer, field_value};
+use crate::check::program::EventSchema;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -18,52 +19,79 @@ impl<W: Write> TextWriter<W> {
 /// A value as text. Durations are whole microseconds (`50160us`); strings are bare when
 /// they are made of letters, digits and `._-/:@+,`, quoted with C escapes otherwise.
 pub fn format_value(v: &Value) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_value(&mut out, v);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `format_value` straight into a writer: the event path allocates nothing.
+pub fn write_value(out: &mut impl Write, v: &Value) -> io::Result<()> {
     match v {
-        Value::Unsigned(n) => n.to_string(),
-        Value::Signed(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Duration(ns) => format!("{}us", ns / 1000),
-        Value::Ptr(p) => format!("0x{p:x}"),
-        Value::Str(s) => format_string(s),
+        Value::Unsigned(n) => write_u64(out, *n),
+        Value::Signed(n) if *n < 0 => {
+            out.write_all(b"-")?;
+            write_u64(out, n.unsigned_abs())
+        }
+        Value::Signed(n) => write_u64(out, *n as u64),
+        Value::Bool(true) => out.write_all(b"true"),
+        Value::Bool(false) => out.write_all(b"false"),
+        Value::Duration(ns) => {
+            write_u64(out, ns / 1000)?;
+            out.write_all(b"us")
+        }
+        Value::Ptr(p) => write!(out, "0x{p:x}"),
+        Value::Str(s) => write_string(out, s),
     }
 }
 
-pub fn format_string(s: &[u8]) -> String {
+fn write_u64(out: &mut impl Write, mut n: u64) -> io::Result<()> {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.write_all(&buf[i..])
+}
+
+fn write_string(out: &mut impl Write, s: &[u8]) -> io::Result<()> {
     let bare = !s.is_empty()
         && s.iter()
             .all(|&b| b.is_ascii_alphanumeric() || b"._-/:@+,".contains(&b));
     if bare {
-        return String::from_utf8_lossy(s).into_owned();
+        return out.write_all(s);
     }
-    let mut out = String::from("\"");
-    let text = String::from_utf8_lossy(s);
-    if text.contains('\u{fffd}') {
-        // Not UTF-8: escape every byte outside printable ASCII.
-        for &b in s {
-            push_escaped(&mut out, b as char, b);
+    let mut text = String::from("\"");
+    match std::str::from_utf8(s) {
+        Ok(utf8) => {
+            for c in utf8.chars() {
+                push_escaped(&mut text, c, false);
+            }
         }
-    } else {
-        for c in text.chars() {
-            push_escaped(&mut out, c, c as u32 as u8);
+        // Not UTF-8: every byte outside printable ASCII is escaped.
+        Err(_) => {
+            for &b in s {
+                push_escaped(&mut text, b as char, true);
+            }
         }
     }
-    out.push('"');
-    out
+    text.push('"');
+    out.write_all(text.as_bytes())
 }
 
-fn push_escaped(out: &mut String, c: char, byte: u8) {
+fn push_escaped(out: &mut String, c: char, raw_bytes: bool) {
     match c {
         '"' => out.push_str("\\\""),
         '\\' => out.push_str("\\\\"),
         '\n' => out.push_str("\\n"),
         '\t' => out.push_str("\\t"),
-        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+        c if (c as u32) < 0x20 || c as u32 == 0x7f || (raw_bytes && c as u32 >= 0x80) => {
             let _ = write!(out, "\\x{:02x}", c as u32);
-        }
-        c if (c as u32) < 0x80 => out.push(c),
-        // Non-ASCII: kept when the string is UTF-8 (c is a real char), else escaped.
-        c if c as u32 == byte as u32 && (byte as u32) >= 0x80 => {
-            let _ = write!(out, "\\x{byte:02x}");
         }
         c => out.push(c),
     }
@@ -118,13 +146,17 @@ pub fn slot_bounds(i: usize, duration: bool) -> String {
 }
 
 impl<W: Write> Writer for TextWriter<W> {
-    fn event(&mut self, session: &str, fields: &[(&str, Value)]) -> io::Result<()> {
-        let mut line = format!("EVENT {session}");
-        for (name, v) in fields {
-            let _ = write!(line, " {name}={}", format_value(v));
+    fn event(&mut self, schema: &EventSchema, record: &[u8]) -> io::Result<()> {
+        let out = &mut self.out;
+        out.write_all(b"EVENT ")?;
+        out.write_all(schema.session.as_bytes())?;
+        for f in &schema.fields {
+            out.write_all(b" ")?;
+            out.write_all(f.name.as_bytes())?;
+            out.write_all(b"=")?;
+            write_value(out, &field_value(record, f))?;
         }
-        line.push('\n');
-        self.out.write_all(line.as_bytes())
+        out.write_all(b"\n")
     }
 
     fn summary(&mut self, s: &Summary) -> io::Result<()> {

@@ -91,9 +91,9 @@ pub fn run(
             b.add(&map, |record: &[u8]| {
                 let mut st = state.borrow_mut();
                 match decoder.decode(record) {
-                    Ok((schema, fields)) => {
+                    Ok(schema) => {
                         st.events[schema.id as usize] += 1;
-                        if let Err(e) = st.out.event(&schema.session, &fields) {
+                        if let Err(e) = st.out.event(schema, record) {
                             st.io.get_or_insert(e);
                             return -1;
                         }
@@ -129,9 +129,12 @@ pub fn run(
             }
             None => std::thread::sleep(wait),
         }
-        if let Some(e) = state.borrow_mut().io.take() {
+        // Output is block-buffered; flushing once per poll keeps it live.
+        let mut st = state.borrow_mut();
+        if let Some(e) = st.io.take() {
             return Err(RuntimeError::Output(e));
         }
+        st.out.flush().map_err(RuntimeError::Output)?;
     }
 
     let in_flight: Vec<(String, usize)> = program
@@ -247,7 +250,7 @@ fn read_aggregation(
             .map(|k| {
                 let at = k.offset as usize;
                 let size = k.kind.size() as usize;
-                read_value(key.get(at..at + size).unwrap_or(&[]), k.kind)
+                read_value(key.get(at..at + size).unwrap_or(&[]), k.kind).into_owned()
             })
             .collect();
         let word = |i: usize| {
