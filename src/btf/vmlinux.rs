@@ -110,7 +110,7 @@ fn malformed(what: impl Into<String>) -> BtfError {
 
 /// Kernel types read from a BTF blob.
 pub struct Btf {
-    data: Vec<u8>,
+    data: Blob,
     /// Offset in `data` of each type's `struct btf_type`, indexed by type id. Entry 0 (`void`)
     /// is unused. Every record and its trailing data were checked to lie in the type section.
     types: Vec<u32>,
@@ -242,6 +242,65 @@ fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {
     })
 }
 
+/// The BTF bytes: read into memory, or mapped read-only from the file.
+enum Blob {
+    Owned(Vec<u8>),
+    Mapped(Mapped),
+}
+
+impl std::ops::Deref for Blob {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Blob::Owned(v) => v,
+            Blob::Mapped(m) => m.bytes(),
+        }
+    }
+}
+
+struct Mapped {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is private and read-only, and lives as long as the value.
+unsafe impl Send for Mapped {}
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    fn new(file: &std::fs::File) -> Option<Mapped> {
+        use std::os::fd::AsRawFd;
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a fresh read-only private mapping of an open file; checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        (ptr != libc::MAP_FAILED).then_some(Mapped { ptr, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: ptr maps len readable bytes until drop.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `new` mapped.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
+
 fn read_u32(data: &[u8], off: usize) -> Option<u32> {
     let bytes = data.get(off..off.checked_add(4)?)?;
     Some(u32::from_le_bytes(<[u8; 4]>::try_from(bytes).ok()?))
@@ -256,15 +315,31 @@ impl Btf {
     /// A raw BTF file (e.g. a copy of some kernel's `/sys/kernel/btf/vmlinux`).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Btf, BtfError> {
         let path = path.as_ref();
-        let data = std::fs::read(path).map_err(|error| BtfError::Read {
+        let read_error = |error| BtfError::Read {
             path: path.to_path_buf(),
             error,
-        })?;
-        Btf::from_bytes(data).map_err(|e| e.with_path(path))
+        };
+        // sysfs hands out /sys/kernel/btf/vmlinux a page per read(2): 1 400 system calls,
+        // which cost tens of milliseconds in an emulated guest. Kernels from 6.16 let it
+        // be mapped instead; older ones (and any error) fall back to reading.
+        let file = std::fs::File::open(path).map_err(read_error)?;
+        let data = match Mapped::new(&file) {
+            Some(m) => Blob::Mapped(m),
+            None => {
+                let mut v = Vec::new();
+                std::io::Read::read_to_end(&mut &file, &mut v).map_err(read_error)?;
+                Blob::Owned(v)
+            }
+        };
+        Btf::parse(data).map_err(|e| e.with_path(path))
     }
 
     /// A raw BTF blob.
     pub fn from_bytes(data: Vec<u8>) -> Result<Btf, BtfError> {
+        Btf::parse(Blob::Owned(data))
+    }
+
+    fn parse(data: Blob) -> Result<Btf, BtfError> {
         if data.len() < HEADER_LEN {
             return Err(malformed(format!(
                 "{} bytes is too short for a BTF header ({HEADER_LEN} bytes)",
