@@ -102,6 +102,10 @@ pub enum DiagKind {
     },
     TooManyKeys,
     TwoEmits,
+    Untraceable {
+        func: String,
+        reason: String,
+    },
     ByValueStruct {
         ty: String,
     },
@@ -167,6 +171,9 @@ impl DiagKind {
             BadKey { ty } => format!("{ty} cannot be an aggregation key"),
             TooManyKeys => "at most 4 keys may follow `by`".into(),
             TwoEmits => "a session has one `emit`; put all the fields in it".into(),
+            Untraceable { func, reason } => {
+                format!("`{func}` cannot be traced with fentry/fexit or fsession: {reason}")
+            }
             ByValueStruct { ty } => {
                 format!(
                     "this parameter is a struct passed by value (`{ty}`); fslat reads fields through pointers only"

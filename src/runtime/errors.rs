@@ -36,6 +36,10 @@ pub enum RuntimeError {
         func: String,
         source: libbpf_rs::Error,
     },
+    #[error(
+        "the kernel cannot trace `{func}`: {reason}\n  Trace a function that calls it, or one it calls, instead."
+    )]
+    Untraceable { func: String, reason: String },
     #[error("cannot write the output: {0}")]
     Output(std::io::Error),
     #[error("the BPF object has no {0}: this is a bug in fslat")]
@@ -113,6 +117,29 @@ pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
     if log.contains("fsession") && errno(&e) == libc::EINVAL && !log.contains("processed") {
         return RuntimeError::NoFsession {
             detail: "the kernel does not know fsession programs".into(),
+        };
+    }
+    // The kernel's own limits on what a trampoline can attach to, not a bug in the program.
+    if let Some(line) = log.lines().find(|l| {
+        l.contains("is unsupported")
+            || l.contains("too many arguments")
+            || l.contains("has more than")
+    }) {
+        let func = log
+            .lines()
+            .find_map(|l| {
+                l.split("prog '")
+                    .nth(1)?
+                    .split('\'')
+                    .next()
+                    .map(String::from)
+            })
+            .map(|p| session_of_prog(program, &p))
+            .and_then(|label| program.sessions.iter().find(|s| s.label == label))
+            .map_or_else(|| "this function".to_string(), |s| s.func.clone());
+        return RuntimeError::Untraceable {
+            func,
+            reason: line.trim().to_string(),
         };
     }
     if log.contains("processed") || log.contains("verifier") || log.contains("R0") {
