@@ -431,6 +431,16 @@ pub fn compiler(opts: &RunArgs) -> Result<Compiler, CliError> {
 fn run(args: &Args) -> Result<(), CliError> {
     signals::install();
     let (name, text) = script_source(args)?;
+    // A script run before on this kernel by this fslat starts from its cached checked
+    // program and object: no BTF to parse, nothing to check or compile.
+    let warm = (args.emit.is_none() && !args.run.no_cache)
+        .then(|| warm_start(&text, &args.run))
+        .flatten();
+    if let Some((cache, key)) = &warm
+        && let Some((mode, program, object)) = warm_lookup(cache, key)
+    {
+        return run_object(&program, &object, mode, &args.run);
+    }
     let kernel = load_kernel_types(args.run.btf.as_ref())?;
     let mode = resolve_mode(args.run.mode, &kernel)?;
     if args.emit == Some(Emit::Ast) {
@@ -462,8 +472,83 @@ fn run(args: &Args) -> Result<(), CliError> {
             }
             write_output(args.run.output.as_ref(), &object)
         }
-        None => compile_and_run(&program, &c, mode, &compiler(&args.run)?, &args.run),
+        None => {
+            let compiler = compiler(&args.run)?;
+            let object = match compiler.compile(&c) {
+                Err(_) if signals::stop_requested() => return Ok(()),
+                result => result?,
+            };
+            if let Some((cache, key)) = &warm {
+                warm_store(cache, key, mode, &program, &object);
+            }
+            run_object(&program, &object, mode, &args.run)
+        }
     }
+}
+
+/// The warm-start cache and this run's key in it: the script, the options that shape the
+/// program, this fslat binary and this kernel (release, build, BTF size).
+fn warm_start(text: &str, opts: &RunArgs) -> Option<(crate::build::cache::Cache, String)> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::MetadataExt;
+    let cache = crate::build::cache::Cache::open()?;
+    let exe = std::fs::metadata("/proc/self/exe").ok()?;
+    let btf_path = opts
+        .btf
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(crate::btf::VMLINUX_PATH));
+    let btf = std::fs::metadata(&btf_path).ok()?;
+    // SAFETY: uname fills the struct it is given.
+    let uts = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        (libc::uname(&mut u) == 0).then_some(u)?
+    };
+    let field = |f: &[libc::c_char]| {
+        f.iter()
+            .map(|&c| c as u8)
+            .take_while(|&c| c != 0)
+            .collect::<Vec<u8>>()
+    };
+    let mut h = Sha256::new();
+    for part in [
+        env!("CARGO_PKG_VERSION").as_bytes(),
+        format!("{} {}.{}", exe.size(), exe.mtime(), exe.mtime_nsec()).as_bytes(),
+        format!("{:?}", opts.mode).as_bytes(),
+        btf_path.as_os_str().as_encoded_bytes(),
+        format!("{} {}", btf.size(), btf.mtime()).as_bytes(),
+        &field(&uts.release),
+        &field(&uts.version),
+        text.as_bytes(),
+    ] {
+        h.update(part);
+        h.update([0]);
+    }
+    let key = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Some((cache, key))
+}
+
+fn warm_lookup(cache: &crate::build::cache::Cache, key: &str) -> Option<(Mode, Program, Vec<u8>)> {
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        mode: Mode,
+        program: Program,
+    }
+    let entry: Entry = serde_json::from_slice(&cache.get(&format!("{key}.run.json"))?).ok()?;
+    let object = cache.get(&format!("{key}.run.o"))?;
+    Some((entry.mode, entry.program, object))
+}
+
+fn warm_store(
+    cache: &crate::build::cache::Cache,
+    key: &str,
+    mode: Mode,
+    program: &Program,
+    object: &[u8],
+) {
+    let entry = serde_json::json!({ "mode": mode, "program": program });
+    // The object first: an entry is only found once its JSON exists.
+    cache.put(&format!("{key}.run.o"), object);
+    cache.put(&format!("{key}.run.json"), entry.to_string().as_bytes());
 }
 
 /// Builds the BPF object for `program` (its C is `c`), loads it, and streams its events
@@ -482,6 +567,16 @@ pub fn compile_and_run(
         Err(_) if signals::stop_requested() => return Ok(()),
         result => result?,
     };
+    run_object(program, &object, mode, opts)
+}
+
+/// Loads `object` (built from `program`) and runs it; see `compile_and_run`.
+pub fn run_object(
+    program: &Program,
+    object: &[u8],
+    mode: Mode,
+    opts: &RunArgs,
+) -> Result<(), CliError> {
     if signals::stop_requested() {
         return Ok(());
     }
@@ -531,7 +626,7 @@ pub fn compile_and_run(
     };
     let outcome = runtime::run(
         program,
-        &object,
+        object,
         &settings,
         writer.as_mut(),
         &mut attached,

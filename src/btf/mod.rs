@@ -6,7 +6,7 @@ mod fixture;
 mod vmlinux;
 
 pub use fixture::Fixture;
-pub use vmlinux::{Btf, BtfError};
+pub use vmlinux::{Btf, BtfError, VMLINUX_PATH};
 
 /// A BTF type id. 0 is `void`.
 pub type TypeId = u32;

@@ -42,8 +42,9 @@ impl Cache {
         Some(Cache { dir, uid })
     }
 
-    pub fn get(&self, key: &str) -> Option<Vec<u8>> {
-        let path = self.dir.join(format!("{key}.o"));
+    /// The entry `name` (`HASH.o`, ...), if this user wrote it.
+    pub fn get(&self, name: &str) -> Option<Vec<u8>> {
+        let path = self.dir.join(name);
         let meta = fs::symlink_metadata(&path).ok()?;
         if !meta.is_file() || meta.uid() != self.uid {
             return None;
@@ -51,13 +52,13 @@ impl Cache {
         fs::read(path).ok()
     }
 
-    /// Stores an object; a failure only costs a recompile next time.
-    pub fn put(&self, key: &str, obj: &[u8]) {
+    /// Stores an entry; a failure only costs a recompile next time.
+    pub fn put(&self, name: &str, obj: &[u8]) {
         let Ok(mut tmp) = tempfile::NamedTempFile::new_in(&self.dir) else {
             return;
         };
         if tmp.write_all(obj).is_ok() {
-            let _ = tmp.persist(self.dir.join(format!("{key}.o")));
+            let _ = tmp.persist(self.dir.join(name));
         }
     }
 }

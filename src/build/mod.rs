@@ -2,7 +2,7 @@
 //! and the headers fslat carries; objects are cached by a hash of everything that goes
 //! into them (the C, the headers, the flags and which clang).
 
-mod cache;
+pub mod cache;
 
 pub use cache::dir as cache_dir;
 
@@ -124,7 +124,7 @@ impl Compiler {
     /// Compiles `c` to a BPF object, from the cache when it was built before.
     pub fn compile(&self, c: &str) -> Result<Vec<u8>, BuildError> {
         let key = self.key(c);
-        if let Some(obj) = self.cache.as_ref().and_then(|k| k.get(&key)) {
+        if let Some(obj) = self.cache.as_ref().and_then(|k| k.get(&format!("{key}.o"))) {
             return Ok(obj);
         }
         let dir = tempfile::Builder::new().prefix("fslat-build-").tempdir()?;
@@ -161,7 +161,7 @@ impl Compiler {
         }
         let bytes = std::fs::read(&obj)?;
         if let Some(cache) = &self.cache {
-            cache.put(&key, &bytes);
+            cache.put(&format!("{key}.o"), &bytes);
         }
         Ok(bytes)
     }

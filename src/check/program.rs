@@ -5,9 +5,9 @@
 
 use crate::btf::TypeId;
 use crate::syntax::ast::{AggFunc, BinOp, UnOp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Program {
     pub sessions: Vec<Session>,
     /// Kernel structs that field reads go through, in an order where every struct comes
@@ -17,7 +17,7 @@ pub struct Program {
     pub uses_path: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     pub index: usize,
     /// The function name, or `FUNC#N` when several sessions trace the same function.
@@ -36,7 +36,7 @@ pub struct Session {
     pub aggregations: Vec<Aggregation>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Param {
     pub name: String,
     /// Index into the program's context array (a big struct takes two slots).
@@ -46,14 +46,14 @@ pub struct Param {
     pub ty: Ty,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Scalar {
     pub size: u8,
     pub signed: bool,
 }
 
 /// The type of a value in a script.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Ty {
     Int(Scalar),
     Bool,
@@ -91,13 +91,13 @@ impl Ty {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Expr {
     pub ty: Ty,
     pub kind: ExprKind,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum ExprKind {
     /// A constant, already folded to its value.
     Int(i128),
@@ -134,7 +134,7 @@ pub enum ExprKind {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StringSource {
     /// The member is a char array: read its bytes.
     Array,
@@ -142,7 +142,7 @@ pub enum StringSource {
     Pointer,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Builtin {
     Tgid,
     Pid,
@@ -187,7 +187,7 @@ impl Expr {
 }
 
 /// What an event field holds, as the decoder prints it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FieldKind {
     Int(Scalar),
     Bool,
@@ -214,7 +214,7 @@ impl FieldKind {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventField {
     pub name: String,
     pub kind: FieldKind,
@@ -224,7 +224,7 @@ pub struct EventField {
 
 /// One session's event record: a `u32` schema id (the session index) at offset 0, then
 /// the fields at their offsets, C alignment rules, total size rounded up to 8.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventSchema {
     pub id: u32,
     pub session: String,
@@ -232,7 +232,7 @@ pub struct EventSchema {
     pub size: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Aggregation {
     /// Unique in the program: names the map.
     pub id: usize,
@@ -247,7 +247,7 @@ pub struct Aggregation {
     pub title: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AggKey {
     pub name: String,
     pub kind: FieldKind,
@@ -256,7 +256,7 @@ pub struct AggKey {
 }
 
 /// A kernel struct as fslat declares it for CO-RE: only the members a script reads.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StructDecl {
     pub ty: TypeId,
     /// `struct file`, `union foo`, or a made-up name for an anonymous type.
@@ -264,7 +264,7 @@ pub struct StructDecl {
     pub members: Vec<MemberDecl>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemberDecl {
     pub name: String,
     /// A C declaration with `{}` where the member name goes: `__u32 {}`, `char {}[16]`.

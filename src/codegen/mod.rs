@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::sync::LazyLock;
 
 /// How sessions attach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum Mode {
     /// One program at entry and return (Linux 7.0+).
     Fsession,
