@@ -172,7 +172,9 @@ percall() { # KEY READY SIGNAL TRACER...: REPS runs, one workload each, plus an 
     ATT[$key]=$(for r in $(seq "$REPS"); do get attach_ns "$T/$key.$r.h"; done | median)
     HWM[$key]=$(for r in $(seq "$REPS"); do get rss_hwm_kb "$T/$key.$r.h"; done | median)
     RSS[$key]=$(for r in $(seq "$REPS"); do get maxrss_kb "$T/$key.$r.h"; done | median)
-    LEDGER[$key]=$(ledger $(for r in $(seq "$REPS"); do echo "$T/$key.$r.log" "$T/$key.$r.out"; done))
+    local files=()
+    for r in $(seq "$REPS"); do files+=("$T/$key.$r.log" "$T/$key.$r.out"); done
+    LEDGER[$key]=$(ledger "${files[@]}")
 }
 
 log "per-call: no tracer"
@@ -240,7 +242,7 @@ for r in 0 1; do
     run_case "tpd_cl.$r" Attached TERM "$T/tpd_cl.$r.out" --stopped "$cmd" -- "$B/loader" "$T/all.o" -b "$big" -l
 done
 for c in fslat c cl; do
-    read -r e0 d0 < <(events_of "$T/tpd_$c.0.out")
+    read -r e0 _ < <(events_of "$T/tpd_$c.0.out")
     read -r e1 d1 < <(events_of "$T/tpd_$c.1.out")
     t0=$(get drain_ns "$T/tpd_$c.0.h")
     t1=$(get drain_ns "$T/tpd_$c.1.h")
@@ -296,8 +298,8 @@ fslat_script() { for f in "${FUNCS[@]:0:$1}"; do session_line "$f"; done; }
 bt_script() {
     local i=0
     for f in "${FUNCS[@]:0:$1}"; do
-        echo "fentry:$f { @s$i[tid] = nsecs; }"
-        echo "fexit:$f /@s$i[tid]/ { \$l = nsecs - @s$i[tid]; delete(@s$i[tid]);"
+        echo "fentry:$f { @s${i}[tid] = nsecs; }"
+        echo "fexit:$f /@s${i}[tid]/ { \$l = nsecs - @s${i}[tid]; delete(@s${i}[tid]);"
         echo "  if (\$l >= 10000000000) { printf(\"%s %d\\n\", comm, \$l); } }"
         i=$((i + 1))
     done
