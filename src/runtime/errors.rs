@@ -125,16 +125,7 @@ pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
             || l.contains("too many arguments")
             || l.contains("has more than")
     }) {
-        let func = log
-            .lines()
-            .find_map(|l| {
-                l.split("prog '")
-                    .nth(1)?
-                    .split('\'')
-                    .next()
-                    .map(String::from)
-            })
-            .map(|p| session_of_prog(program, &p))
+        let func = logged_session(&log, program)
             .and_then(|label| program.sessions.iter().find(|s| s.label == label))
             .map_or_else(|| "this function".to_string(), |s| s.func.clone());
         return RuntimeError::Untraceable {
@@ -143,17 +134,7 @@ pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
         };
     }
     if log.contains("processed") || log.contains("verifier") || log.contains("R0") {
-        let session = log
-            .lines()
-            .find_map(|l| {
-                l.split("prog '")
-                    .nth(1)?
-                    .split('\'')
-                    .next()
-                    .map(String::from)
-            })
-            .map(|p| session_of_prog(program, &p))
-            .unwrap_or_else(|| "a session".into());
+        let session = logged_session(&log, program).unwrap_or_else(|| "a session".into());
         let summary = log
             .lines()
             .rev()
@@ -173,6 +154,13 @@ pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
         what: "loading the BPF program",
         source: e,
     }
+}
+
+/// The label of the session whose program libbpf's log names (`prog 'fslat_session_0'`).
+fn logged_session(log: &str, program: &Program) -> Option<String> {
+    log.lines()
+        .find_map(|l| l.split("prog '").nth(1)?.split('\'').next())
+        .map(|p| session_of_prog(program, p))
 }
 
 /// `fslat_session_0` / `fslat_entry_0` → the session's label.
