@@ -6,7 +6,7 @@ use crate::build::{BuildError, Compiler, find_clang};
 use crate::check::program::Program;
 use crate::child::HeldChild;
 use crate::codegen::Mode;
-use crate::diag::{Source, render};
+use crate::diag::{Diagnostic, Source, render};
 use crate::listing::{ListError, Traceable};
 use crate::output::{JsonWriter, TextWriter, Writer};
 use crate::runtime::{self, DEFAULT_RING_SIZE, RuntimeError, Settings, signals};
@@ -418,8 +418,12 @@ pub fn compile_script(
     kernel: &dyn KernelTypes,
     mode: Mode,
 ) -> Result<(Program, String), CliError> {
-    crate::compile(text, kernel, mode)
-        .map_err(|diags| CliError::Script(render(&Source { name, text }, &diags, color_stderr())))
+    crate::compile(text, kernel, mode).map_err(script_error(name, text))
+}
+
+/// Turns a stage's diagnostics into the error that prints them, rendered against `name`.
+fn script_error<'a>(name: &'a str, text: &'a str) -> impl Fn(Vec<Diagnostic>) -> CliError + 'a {
+    move |diags| CliError::Script(render(&Source { name, text }, &diags, color_stderr()))
 }
 
 /// The BPF compiler the options ask for.
@@ -441,30 +445,22 @@ fn run(args: &Args) -> Result<(), CliError> {
     {
         return run_object(&program, &object, mode, &args.run);
     }
-    let kernel = load_kernel_types(args.run.btf.as_ref())?;
-    let mode = resolve_mode(args.run.mode, &kernel)?;
+    // The parse needs no kernel.
     if args.emit == Some(Emit::Ast) {
-        let ast = crate::syntax::parse(&text).map_err(|diags| {
-            CliError::Script(render(
-                &Source {
-                    name: &name,
-                    text: &text,
-                },
-                &diags,
-                color_stderr(),
-            ))
-        })?;
+        let ast = crate::syntax::parse(&text).map_err(script_error(&name, &text))?;
         return write_output(args.run.output.as_ref(), format!("{ast:#?}\n").as_bytes());
     }
+    let kernel = load_kernel_types(args.run.btf.as_ref())?;
+    let mode = resolve_mode(args.run.mode, &kernel)?;
     let (program, c) = compile_script(&name, &text, &kernel, mode)?;
 
     match args.emit {
-        Some(Emit::Ast) => unreachable!("handled above"),
         Some(Emit::Ir) => {
             let ir = serde_json::to_string_pretty(&program).unwrap_or_default();
             write_output(args.run.output.as_ref(), format!("{ir}\n").as_bytes())
         }
         Some(Emit::C) => write_output(args.run.output.as_ref(), c.as_bytes()),
+        Some(Emit::Ast) => Ok(()), // written above, before the kernel's types were read
         Some(Emit::Obj) => {
             let object = compiler(&args.run)?.compile(&c)?;
             if args.run.output.is_none() && std::io::stdout().is_terminal() {

@@ -7,6 +7,11 @@ fn session(script: &str) -> Session {
     p.sessions.remove(0)
 }
 
+fn event_names(s: &Session) -> Vec<&str> {
+    let event = s.event.as_ref().expect("emits");
+    event.fields.iter().map(|f| f.name.as_str()).collect()
+}
+
 fn uses_return(e: &Option<Expr>) -> Option<bool> {
     e.as_ref().map(Expr::at_return)
 }
@@ -46,25 +51,16 @@ fn where_is_split_into_entry_and_return_phases() {
 #[test]
 fn default_emit_has_comm_tgid_pid_scalar_params_ret_latency() {
     let s = session("session vfs_read");
-    let names: Vec<&str> = s
-        .event
-        .as_ref()
-        .expect("emits")
-        .fields
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect();
-    assert_eq!(names, ["comm", "tgid", "pid", "count", "ret", "latency"]);
+    assert_eq!(
+        event_names(&s),
+        ["comm", "tgid", "pid", "count", "ret", "latency"]
+    );
     let s = session("session kfree");
-    let names: Vec<&str> = s
-        .event
-        .as_ref()
-        .expect("emits")
-        .fields
-        .iter()
-        .map(|f| f.name.as_str())
-        .collect();
-    assert_eq!(names, ["comm", "tgid", "pid", "latency"], "void: no ret");
+    assert_eq!(
+        event_names(&s),
+        ["comm", "tgid", "pid", "latency"],
+        "void: no ret"
+    );
 }
 
 #[test]

@@ -189,9 +189,7 @@ pub fn run(
         let mut sum = [0u64; 6];
         for cpu in per_cpu {
             for (i, total) in sum.iter_mut().enumerate() {
-                if let Some(b) = cpu.get(i * 8..i * 8 + 8) {
-                    *total += u64::from_ne_bytes(b.try_into().expect("8 bytes"));
-                }
+                *total += u64_at(&cpu, i);
             }
         }
         outcome.summaries.push(Summary {
@@ -231,6 +229,14 @@ struct State<'w> {
     io: Option<std::io::Error>,
 }
 
+/// The `i`th native-endian u64 of a map value (0 past its end).
+fn u64_at(bytes: &[u8], i: usize) -> u64 {
+    bytes
+        .get(i * 8..i * 8 + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_ne_bytes)
+}
+
 fn read_aggregation(
     map: &libbpf_rs::Map,
     a: &Aggregation,
@@ -253,10 +259,7 @@ fn read_aggregation(
                 read_value(key.get(at..at + size).unwrap_or(&[]), k.kind).into_owned()
             })
             .collect();
-        let word = |i: usize| {
-            v.get(i * 8..i * 8 + 8)
-                .map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-        };
+        let word = |i| u64_at(&v, i);
         let value = match a.func {
             AggFunc::Hist => AggValue::Hist((0..v.len() / 8).map(word).collect()),
             f => {
