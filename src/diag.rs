@@ -102,6 +102,9 @@ pub enum DiagKind {
     },
     TooManyKeys,
     TwoEmits,
+    DuplicateAggName {
+        name: String,
+    },
     Untraceable {
         func: String,
         reason: String,
@@ -171,6 +174,9 @@ impl DiagKind {
             BadKey { ty } => format!("{ty} cannot be an aggregation key"),
             TooManyKeys => "at most 4 keys may follow `by`".into(),
             TwoEmits => "a session has one `emit`; put all the fields in it".into(),
+            DuplicateAggName { name } => {
+                format!("another aggregation of this program is already named `{name}`")
+            }
             Untraceable { func, reason } => {
                 format!("`{func}` cannot be traced with fentry/fexit or fsession: {reason}")
             }

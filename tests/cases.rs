@@ -111,7 +111,7 @@ fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
             let _ = writeln!(out, "  event ({} bytes): {}", e.size, fields.join(" "));
         }
         for a in &s.aggregations {
-            let _ = writeln!(out, "  aggregation {}: {}", a.id, a.title);
+            let _ = writeln!(out, "  aggregation {} {}: {}", a.id, a.name, a.title);
         }
     }
     out

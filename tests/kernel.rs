@@ -47,7 +47,8 @@ fn case_files(filter: Option<&str>) -> Result<Vec<PathBuf>, String> {
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "case"))
-        .filter(|p| filter.is_none_or(|f| file_name(p).contains(f)))
+        // A comma separates several substrings: a case runs if its name has any of them.
+        .filter(|p| filter.is_none_or(|f| f.split(',').any(|f| file_name(p).contains(f))))
         .collect();
     files.sort();
     Ok(files)

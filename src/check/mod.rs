@@ -1,6 +1,7 @@
 //! Stage 2: AST → checked program. Resolves names against the kernel's types, types every
 //! expression, splits `where` into entry and return phases, and fixes each event schema.
 
+mod names;
 pub mod program;
 
 use crate::btf::{KType, KernelTypes, TypeId};
@@ -47,6 +48,7 @@ pub fn check(
         struct_order: Vec::new(),
         next_agg: 0,
         uses_path: false,
+        agg_names: names::Names::default(),
     };
     let mut per_func: HashMap<&str, usize> = HashMap::new();
     for s in &script.sessions {
@@ -69,6 +71,7 @@ pub fn check(
     if !cx.diags.is_empty() {
         return Err(cx.diags);
     }
+    std::mem::take(&mut cx.agg_names).settle(&mut sessions);
     let structs = cx.ordered_structs();
     Ok(Program {
         sessions,
@@ -86,6 +89,7 @@ struct Checker<'k> {
     struct_order: Vec<String>,
     next_agg: usize,
     uses_path: bool,
+    agg_names: names::Names,
 }
 
 /// What names mean inside one session.
@@ -208,7 +212,7 @@ impl<'k> Checker<'k> {
                     event = self.emit(&scope, index, &label, items, ret.is_some()).ok();
                 }
                 ast::Action::Aggregate(agg) => {
-                    if let Ok(a) = self.aggregation(&scope, agg) {
+                    if let Ok(a) = self.aggregation(&scope, &label, agg) {
                         aggregations.push(a);
                     }
                 }
@@ -1028,7 +1032,12 @@ impl<'k> Checker<'k> {
         })
     }
 
-    fn aggregation(&mut self, scope: &Scope, a: &ast::Aggregate) -> Checked<Aggregation> {
+    fn aggregation(
+        &mut self,
+        scope: &Scope,
+        label: &str,
+        a: &ast::Aggregate,
+    ) -> Checked<Aggregation> {
         let name = a.func.name();
         let arg = match (a.func, &a.arg) {
             (AggFunc::Count, None) => None,
@@ -1096,8 +1105,27 @@ impl<'k> Checker<'k> {
             layout(&kinds, 0)
         };
         let id = self.next_agg;
+        let name = match &a.name {
+            Some(given) => {
+                if !self.agg_names.give(&given.name) {
+                    return Err(self.error(
+                        given.span.clone(),
+                        DiagKind::DuplicateAggName {
+                            name: given.name.clone(),
+                        },
+                    ));
+                }
+                given.name.clone()
+            }
+            None => {
+                let arg_text = a.arg.as_ref().map(|e| &self.source[e.span.clone()]);
+                self.agg_names
+                    .derive(id, names::derived(label, a.func, arg_text))
+            }
+        };
         self.next_agg += 1;
         Ok(Aggregation {
+            name,
             id,
             func: a.func,
             duration: arg.as_ref().is_some_and(|e| e.ty == Ty::Duration),

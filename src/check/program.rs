@@ -243,8 +243,12 @@ pub struct Aggregation {
     pub keys: Vec<AggKey>,
     /// Size of the key struct (one zero `u32`, padded to 8, when there are no keys).
     pub key_size: u32,
-    /// Text shown as the aggregation's title, from the script (`hist(latency) by comm`).
+    /// Text shown as the aggregation's title, from the script (`hist(latency) by comm`),
+    /// without `as NAME`.
     pub title: String,
+    /// Unique in the program: given with `as NAME` or derived (see `check::names`). It
+    /// titles the text output, is the JSON `name` and the metric's name.
+    pub name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -118,6 +118,7 @@ impl<W: Write> Writer for JsonWriter<W> {
         self.line(&json!({
             "type": kind,
             "session": a.session,
+            "name": a.name,
             "function": a.func.name(),
             "title": a.title,
             "rows": rows,

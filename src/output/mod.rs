@@ -56,6 +56,8 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggResult {
     pub session: String,
+    /// The aggregation's name (`as NAME` or derived): unique in the program.
+    pub name: String,
     pub title: String,
     pub func: crate::syntax::ast::AggFunc,
     pub duration: bool,

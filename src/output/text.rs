@@ -173,7 +173,7 @@ impl<W: Write> Writer for TextWriter<W> {
 
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()> {
         let mut text = String::new();
-        let _ = writeln!(text, "{} {}:", a.session, a.title);
+        let _ = writeln!(text, "{}: {} {}", a.name, a.session, a.title);
         if a.rows.is_empty() {
             text.push_str("  (no calls)\n");
         }

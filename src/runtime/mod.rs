@@ -288,6 +288,7 @@ fn read_aggregation(
     });
     Ok(AggResult {
         session: session.to_string(),
+        name: a.name.clone(),
         title: a.title.clone(),
         func: a.func,
         duration: a.duration,

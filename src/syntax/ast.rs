@@ -67,6 +67,9 @@ pub struct Aggregate {
     pub func_span: Span,
     pub arg: Option<Expr>,
     pub by: Vec<Expr>,
+    /// `as NAME`, if given.
+    pub name: Option<Ident>,
+    /// The action as written, without `as NAME`.
     pub span: Span,
 }
 

@@ -101,6 +101,7 @@ fn block(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Vec<Action> {
 
 fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
     let whole = span(&pair);
+    let text = pair.as_str();
     let mut inner = pair.into_inner();
     let f = inner.next().expect("aggregation starts with its function");
     let func = match f.as_str() {
@@ -113,6 +114,8 @@ fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
     };
     let mut arg = None;
     let mut by = Vec::new();
+    let mut name = None;
+    let mut end = whole.end;
     for p in inner {
         match p.as_rule() {
             Rule::pred => arg = Some(expr(p, errors)),
@@ -123,6 +126,13 @@ fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
                     .map(|k| expr(k, errors))
                     .collect()
             }
+            Rule::agg_name => {
+                end = whole.start + text[..span(&p).start - whole.start].trim_end().len();
+                name = p
+                    .into_inner()
+                    .find(|i| i.as_rule() == Rule::ident)
+                    .map(ident);
+            }
             _ => {}
         }
     }
@@ -131,7 +141,8 @@ fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
         func_span: span(&f),
         arg,
         by,
-        span: whole,
+        name,
+        span: whole.start..end,
     }
 }
 
