@@ -90,6 +90,9 @@ pub enum DiagKind {
         found: String,
     },
     DivisionByZero,
+    ShiftOutOfRange {
+        by: i128,
+    },
     NotCondition {
         ty: String,
     },
@@ -124,6 +127,13 @@ impl DiagKind {
             EmptyScript => "the script has no `session`".into(),
             IntegerTooLarge => "this number does not fit in 64 bits".into(),
             DurationTooLarge => "this duration is longer than 2^64 nanoseconds".into(),
+            BadEscape(e) if e.ends_with('\n') => {
+                "a backslash at the end of a line is not an escape: a string stays on one line (write `\\n` for a newline)".into()
+            }
+            BadEscape(e) if e.chars().any(char::is_control) => format!(
+                "unknown escape `{}` in a string",
+                e.escape_debug()
+            ),
             BadEscape(e) => format!("unknown escape `{e}` in a string"),
             NulInString => "a string cannot contain a NUL byte (`\\x00`)".into(),
             UnknownFunction { name } => {
@@ -166,6 +176,9 @@ impl DiagKind {
                 found,
             } => format!("`{func}()` needs {expected}, not {found}"),
             DivisionByZero => "division by zero".into(),
+            ShiftOutOfRange { by } => {
+                format!("a shift by {by}: values are 64 bits wide, so shifts take 0 .. 63")
+            }
             NotCondition { ty } => format!("a condition must be true or false, not {ty}"),
             StringTooLong { len, cap } => format!(
                 "this string has {len} bytes but the value compared holds at most {}: it can never match",

@@ -8,7 +8,6 @@ use crate::btf::{Btf, KernelTypes};
 use crate::build::{cache_dir, find_clang};
 use std::ffi::CString;
 use std::io::Write;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
@@ -421,14 +420,14 @@ fn cache() -> Check {
         .optional();
     };
     let shown = dir.display();
-    let meta = match std::fs::metadata(&dir) {
-        Ok(m) => m,
+    match std::fs::symlink_metadata(&dir) {
+        Ok(_) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let parent = dir.ancestors().skip(1).find(|p| p.exists());
             return match parent {
                 Some(p) if writable(p) => Check::ok(
                     NAME,
-                    format!("{shown} (not there yet; created on first use)"),
+                    format!("{shown} (not there yet; created 0700 on first use)"),
                 ),
                 _ => Check::missing(
                     NAME,
@@ -446,35 +445,24 @@ fn cache() -> Check {
             )
             .optional();
         }
-    };
-    // SAFETY: geteuid has no preconditions.
-    let uid = unsafe { libc::geteuid() };
-    let mode = meta.permissions().mode() & 0o777;
-    if meta.uid() != uid {
+    }
+    if let Some(why) = crate::build::cache::unsafe_reason(&dir) {
         return Check::missing(
             NAME,
-            format!(
-                "{shown} belongs to uid {}, not you (uid {uid}); fslat ignores it",
-                meta.uid()
-            ),
-            "remove it, or set XDG_CACHE_HOME elsewhere",
+            format!("{shown} {why}: fslat does not use it (it compiles every time)"),
+            "remove it (fslat creates a private one), or set XDG_CACHE_HOME to a private directory of yours",
         )
         .optional();
     }
     if !writable(&dir) {
         return Check::missing(
             NAME,
-            format!("{shown} ({mode:04o}) is not writable"),
+            format!("{shown} is not writable"),
             format!("chmod 700 {shown}"),
         )
         .optional();
     }
-    let note = if mode & 0o077 != 0 {
-        "; fslat makes it 0700 on first use"
-    } else {
-        ""
-    };
-    Check::ok(NAME, format!("{shown} ({mode:04o}, yours{note})"))
+    Check::ok(NAME, format!("{shown} (0700, yours)"))
 }
 
 fn writable(p: &Path) -> bool {

@@ -46,7 +46,11 @@ const CLANG_FLAGS: &[&str] = &[
     "-Wall",
     "-Wno-unused-variable",
     "-Wno-unused-function",
+    // What clang 15 and later make errors by default, so every clang reports the same.
     "-Werror=implicit-function-declaration",
+    "-Werror=int-conversion",
+    "-Werror=incompatible-pointer-types",
+    "-Werror=implicit-int",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +59,14 @@ pub enum BuildError {
         "clang was not found: fslat compiles its BPF programs with it.\n  Install it (Debian: `apt-get install clang`), or name one with --clang PATH or FSLAT_CLANG."
     )]
     NoClang,
+    #[error(
+        "{origin} names {path}, which {reason}.\n  Name clang's path (e.g. /usr/bin/clang-19), or leave {origin} out to use clang on PATH."
+    )]
+    ClangNamed {
+        path: PathBuf,
+        origin: &'static str,
+        reason: &'static str,
+    },
     #[error("cannot run clang at {path}: {source}")]
     ClangStart {
         path: PathBuf,
@@ -64,6 +76,15 @@ pub enum BuildError {
         "clang rejected the C that fslat generated. This is a bug in fslat; please report it with the script.\n  The C is kept at {kept}\n{stderr}"
     )]
     Clang { kept: PathBuf, stderr: String },
+    #[error(
+        "{path} did not build the program ({status}); is it clang?\n  Name a working clang with --clang PATH or FSLAT_CLANG.{}",
+        if stderr.trim().is_empty() { String::new() } else { format!("\n{}", stderr.trim_end()) }
+    )]
+    NotClang {
+        path: PathBuf,
+        status: String,
+        stderr: String,
+    },
     #[error("cannot prepare the build directory: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -71,11 +92,24 @@ pub enum BuildError {
 /// Where clang is: `explicit` (from --clang), else FSLAT_CLANG, else `clang` on PATH,
 /// else the newest versioned `clang-N`.
 pub fn find_clang(explicit: Option<&Path>) -> Result<PathBuf, BuildError> {
+    let named = |p: &Path, origin: &'static str| {
+        which::which(p).map_err(|_| BuildError::ClangNamed {
+            path: p.to_path_buf(),
+            origin,
+            reason: if p.is_dir() {
+                "is a directory"
+            } else if p.exists() {
+                "is not an executable program"
+            } else {
+                "does not exist (nor is it a program on PATH)"
+            },
+        })
+    };
     if let Some(p) = explicit {
-        return which::which(p).map_err(|_| BuildError::NoClang);
+        return named(p, "--clang");
     }
     if let Some(p) = std::env::var_os("FSLAT_CLANG").filter(|v| !v.is_empty()) {
-        return which::which(&p).map_err(|_| BuildError::NoClang);
+        return named(Path::new(&p), "FSLAT_CLANG");
     }
     if let Ok(p) = which::which("clang") {
         return Ok(p);
@@ -123,11 +157,21 @@ impl Compiler {
 
     /// Compiles `c` to a BPF object, from the cache when it was built before.
     pub fn compile(&self, c: &str) -> Result<Vec<u8>, BuildError> {
+        self.compile_with_warnings(c).map(|(obj, _)| obj)
+    }
+
+    /// Like `compile`, also returning what clang warned about (empty from the cache):
+    /// fslat's tests require generated C to build without a warning.
+    pub fn compile_with_warnings(&self, c: &str) -> Result<(Vec<u8>, String), BuildError> {
+        use std::os::unix::fs::PermissionsExt;
         let key = self.key(c);
         if let Some(obj) = self.cache.as_ref().and_then(|k| k.get(&format!("{key}.o"))) {
-            return Ok(obj);
+            return Ok((obj, String::new()));
         }
-        let dir = tempfile::Builder::new().prefix("fslat-build-").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("fslat-build-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()?;
         for (name, text) in HEADERS {
             let path = dir.path().join(name);
             if let Some(parent) = path.parent() {
@@ -151,19 +195,33 @@ impl Compiler {
                 path: self.clang.clone(),
                 source,
             })?;
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         if !out.status.success() {
-            let kept = std::env::temp_dir().join(format!("fslat-bug-{}.bpf.c", &key[..12]));
-            std::fs::write(&kept, c)?;
+            if !stderr.contains("error") {
+                // Not clang's diagnostics: the program named is not a working clang.
+                return Err(BuildError::NotClang {
+                    path: self.clang.clone(),
+                    status: out.status.to_string(),
+                    stderr,
+                });
+            }
             return Err(BuildError::Clang {
-                kept,
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                kept: keep_source(c)?,
+                stderr,
             });
         }
         let bytes = std::fs::read(&obj)?;
+        if !cache::is_bpf_object(&bytes) {
+            return Err(BuildError::NotClang {
+                path: self.clang.clone(),
+                status: "success, but no BPF object".into(),
+                stderr,
+            });
+        }
         if let Some(cache) = &self.cache {
             cache.put(&format!("{key}.o"), &bytes);
         }
-        Ok(bytes)
+        Ok((bytes, stderr))
     }
 
     fn key(&self, c: &str) -> String {
@@ -181,4 +239,17 @@ impl Compiler {
         h.update(c.as_bytes());
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// Keeps C that clang rejected for a bug report: a new file only fslat can have made
+/// (O_EXCL, random name, mode 0600), never one planted in the temporary directory.
+fn keep_source(c: &str) -> Result<PathBuf, BuildError> {
+    use std::io::Write;
+    let mut f = tempfile::Builder::new()
+        .prefix("fslat-bug-")
+        .suffix(".bpf.c")
+        .tempfile()?;
+    f.write_all(c.as_bytes())?;
+    let (_, path) = f.keep().map_err(|e| BuildError::Io(e.error))?;
+    Ok(path)
 }

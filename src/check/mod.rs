@@ -189,7 +189,7 @@ impl<'k> Checker<'k> {
 
         let (entry_filter, return_filter) = match &s.predicate {
             Some(p) => match self.condition(&scope, p) {
-                Ok(e) => split_phases(e),
+                Ok(e) => split_phases(push_not(e, false)),
                 Err(Reported) => (None, None),
             },
             None => (None, None),
@@ -780,11 +780,15 @@ impl<'k> Checker<'k> {
                 } else {
                     match op {
                         BinOp::Add | BinOp::Sub | BinOp::Rem => {
+                            if op == BinOp::Rem {
+                                self.nonzero_divisor(&r, rhs)?;
+                            }
                             Ok(fold(node(Ty::Duration, l, r, false)))
                         }
                         BinOp::Div => {
                             self.nonzero_divisor(&r, rhs)?;
-                            Ok(node(
+                            // Folded, so `count / (1us / 1ms)` is seen to divide by 0.
+                            Ok(fold(node(
                                 Ty::Int(Scalar {
                                     size: 8,
                                     signed: false,
@@ -792,7 +796,7 @@ impl<'k> Checker<'k> {
                                 l,
                                 r,
                                 false,
-                            ))
+                            )))
                         }
                         _ => Err(self.error(span, mismatch(&l, &r))),
                     }
@@ -820,6 +824,11 @@ impl<'k> Checker<'k> {
                 }
                 if matches!(op, BinOp::Div | BinOp::Rem) {
                     self.nonzero_divisor(&r, rhs)?;
+                }
+                if matches!(op, BinOp::Shl | BinOp::Shr)
+                    && let Some(by) = rc.filter(|by| !(0..64).contains(by))
+                {
+                    return Err(self.error(rhs.span.clone(), DiagKind::ShiftOutOfRange { by }));
                 }
                 let signed = (a.signed && lc.is_none()) || (b.signed && rc.is_none());
                 Ok(fold(node(
@@ -1384,6 +1393,68 @@ fn split_phases(pred: Expr) -> (Option<Expr>, Option<Expr>) {
         }
     }
     (conjoin(entry), conjoin(ret))
+}
+
+/// The condition `e` (negated when `negate`) with every `not` pushed down to the
+/// comparisons (De Morgan), so `not (tgid == 1 or latency > 1ms)` becomes
+/// `tgid != 1 and not (latency > 1ms)`... with its entry part decidable at entry.
+fn push_not(e: Expr, negate: bool) -> Expr {
+    let bool_node = |op, lhs: Expr, rhs: Expr, signed| Expr {
+        ty: Ty::Bool,
+        kind: ExprKind::Binary {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+            signed,
+        },
+    };
+    match e.kind {
+        ExprKind::Unary {
+            op: UnOp::Not,
+            expr,
+        } if expr.ty == Ty::Bool => push_not(*expr, !negate),
+        ExprKind::Binary {
+            op: op @ (BinOp::And | BinOp::Or),
+            lhs,
+            rhs,
+            signed,
+        } => {
+            let op = match (op, negate) {
+                (BinOp::And, true) => BinOp::Or,
+                (BinOp::Or, true) => BinOp::And,
+                (op, _) => op,
+            };
+            bool_node(op, push_not(*lhs, negate), push_not(*rhs, negate), signed)
+        }
+        ExprKind::Binary {
+            op,
+            lhs,
+            rhs,
+            signed,
+        } if negate && op.is_comparison() => {
+            let inverse = match op {
+                BinOp::Eq => BinOp::Ne,
+                BinOp::Ne => BinOp::Eq,
+                BinOp::Lt => BinOp::Ge,
+                BinOp::Ge => BinOp::Lt,
+                BinOp::Le => BinOp::Gt,
+                _ => BinOp::Le,
+            };
+            bool_node(inverse, *lhs, *rhs, signed)
+        }
+        ExprKind::Bool(b) => Expr {
+            ty: Ty::Bool,
+            kind: ExprKind::Bool(b != negate),
+        },
+        kind if negate => Expr {
+            ty: Ty::Bool,
+            kind: ExprKind::Unary {
+                op: UnOp::Not,
+                expr: Box::new(Expr { ty: e.ty, kind }),
+            },
+        },
+        kind => Expr { ty: e.ty, kind },
+    }
 }
 
 fn conjuncts(e: Expr) -> Vec<Expr> {

@@ -80,3 +80,60 @@ fn several_sessions_on_one_function_get_numbered_labels() {
     let labels: Vec<&str> = p.sessions.iter().map(|s| s.label.as_str()).collect();
     assert_eq!(labels, ["vfs_read#1", "vfs_write", "vfs_read#2"]);
 }
+
+/// A predicate in the script's own notation, for comparing phase splits.
+fn show(e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Int(v) => v.to_string(),
+        ExprKind::Bool(b) => b.to_string(),
+        ExprKind::Str(s) => format!("{:?}", String::from_utf8_lossy(s)),
+        ExprKind::Builtin(b) => format!("{b:?}").to_lowercase(),
+        ExprKind::Param(i) => format!("arg{i}"),
+        ExprKind::Ret => "ret".into(),
+        ExprKind::Unary { op, expr } => format!("{op:?}({})", show(expr)),
+        ExprKind::Binary { op, lhs, rhs, .. } => {
+            format!("({} {} {})", show(lhs), op.symbol(), show(rhs))
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+#[test]
+fn not_is_pushed_inward_so_entry_decides_what_it_can() {
+    // (script, entry predicate, return predicate)
+    let cases = [
+        (
+            "session vfs_read where not (tgid == 1 or latency > 1ms)",
+            Some("(tgid != 1)"),
+            Some("(latency <= 1000000)"),
+        ),
+        (
+            "session vfs_read where not (tgid == 1 and comm == \"x\")",
+            Some("((tgid != 1) or (comm != \"x\"))"),
+            None,
+        ),
+        (
+            "session vfs_read where not not (tgid < 5)",
+            Some("(tgid < 5)"),
+            None,
+        ),
+        (
+            "session vfs_read where not (ret >= 0 or tgid > 7)",
+            Some("(tgid <= 7)"),
+            Some("(ret < 0)"),
+        ),
+    ];
+    for (script, entry, ret) in cases {
+        let s = session(script);
+        assert_eq!(
+            s.entry_filter.as_ref().map(show).as_deref(),
+            entry,
+            "entry of {script}"
+        );
+        assert_eq!(
+            s.return_filter.as_ref().map(show).as_deref(),
+            ret,
+            "return of {script}"
+        );
+    }
+}

@@ -146,7 +146,14 @@ impl<'p> Phase<'p> {
                 base, root, path, ..
             } => {
                 let base = self.pointer(base, root);
-                format!("BPF_CORE_READ({base}, {})", groups(path))
+                let read = format!("BPF_CORE_READ({base}, {})", groups(path));
+                // A pointer read is a pointer in C; fslat holds every pointer as __u64
+                // (clang 15+ makes the implicit conversion an error).
+                if matches!(e.ty, Ty::Ptr { .. }) {
+                    format!("((__u64){read})")
+                } else {
+                    read
+                }
             }
             ExprKind::Unary { op, expr } => {
                 let x = self.expr(expr);

@@ -311,6 +311,14 @@ fn unescape(body: &str, offset: usize, errors: &mut Vec<Diagnostic>) -> Vec<u8> 
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
+        if bytes[i] == 0 {
+            errors.push(Diagnostic::new(
+                offset + i..offset + i + 1,
+                DiagKind::NulInString,
+            ));
+            i += 1;
+            continue;
+        }
         if bytes[i] != b'\\' {
             out.push(bytes[i]);
             i += 1;
