@@ -55,7 +55,8 @@ pub struct Args {
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
     /// Trace only this process (a TGID, 1 .. 4294967295)
-    #[arg(short, long, value_name = "TGID", value_parser = parse_pid, conflicts_with = "cmd")]
+    #[arg(short, long, value_name = "TGID", value_parser = parse_pid, conflicts_with = "cmd",
+        allow_hyphen_values = true)]
     pub pid: Option<u32>,
 
     /// Start CMD, trace only it, and stop when it exits
@@ -253,9 +254,18 @@ pub enum CliError {
     )]
     NoProgram,
     #[error(
-        "cannot read the kernel's types: {0}\n  fslat needs a kernel with BTF (CONFIG_DEBUG_INFO_BTF=y), or --btf FILE."
+        "cannot read the running kernel's types: {0}\n  fslat needs a kernel built with BTF (CONFIG_DEBUG_INFO_BTF=y); to work with another kernel's types, pass its BTF with --btf FILE."
     )]
-    Btf(#[from] crate::btf::BtfError),
+    Btf(crate::btf::BtfError),
+    #[error(
+        "--btf: {0}\n  --btf takes a raw BTF file, such as a copy of some kernel's /sys/kernel/btf/vmlinux."
+    )]
+    BtfFile(crate::btf::BtfError),
+    #[error("the script {path} is larger than {limit} bytes; fslat scripts are small text files")]
+    ScriptTooLarge { path: String, limit: u64 },
+    /// Ctrl-C or SIGTERM before tracing began: nothing to report, exit 130.
+    #[error("interrupted")]
+    Interrupted,
     #[error(
         "--mode fsession: this kernel has no fsession (it arrived in Linux 7.0).\n  Use --mode fentry, or leave --mode at auto to pick it."
     )]
@@ -272,7 +282,7 @@ pub enum CliError {
     #[error("cannot start the command `{cmd}`: {source}")]
     Command { cmd: String, source: std::io::Error },
     #[error(transparent)]
-    Build(#[from] BuildError),
+    Build(BuildError),
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
@@ -281,6 +291,15 @@ pub enum CliError {
     Terminal(rustyline::error::ReadlineError),
     #[error("{0} of the entries read from standard input failed (see above)")]
     ReplFailures(usize),
+}
+
+impl From<BuildError> for CliError {
+    fn from(e: BuildError) -> Self {
+        match e {
+            BuildError::Interrupted => CliError::Interrupted,
+            e => CliError::Build(e),
+        }
+    }
 }
 
 /// Runs fslat with the process's arguments; returns the exit status.
@@ -311,14 +330,37 @@ pub fn main() -> i32 {
         Ok(()) => 0,
         Err(e) => {
             report(&e);
-            1
+            exit_status(&e)
         }
     }
+}
+
+/// 130 for an interrupted start-up and 141 for a reader that went away (what a shell
+/// reports for a program ended by SIGINT or SIGPIPE); 1 for every other failure.
+fn exit_status(e: &CliError) -> i32 {
+    match e {
+        CliError::Interrupted => 130,
+        e if broken_pipe(e) => 141,
+        _ => 1,
+    }
+}
+
+/// Whether `e` is only that standard output's reader closed it (`fslat -l | head`).
+fn broken_pipe(e: &CliError) -> bool {
+    let io = match e {
+        CliError::Write { source, .. } => source,
+        CliError::List(ListError::Write(source)) => source,
+        CliError::Runtime(RuntimeError::Output(source)) => source,
+        _ => return false,
+    };
+    io.kind() == std::io::ErrorKind::BrokenPipe
 }
 
 /// Prints an error the one way fslat prints errors.
 pub fn report(e: &CliError) {
     match e {
+        CliError::Interrupted => {}
+        e if broken_pipe(e) => {}
         CliError::Script(text) => eprint!("{text}"),
         e => eprintln!("fslat: error: {e}"),
     }
@@ -359,6 +401,60 @@ fn list(glob: Option<&std::path::Path>, opts: &RunArgs) -> Result<(), CliError> 
     Ok(())
 }
 
+/// Scripts are small: the bound keeps `fslat /dev/zero` from filling memory.
+const MAX_SCRIPT_BYTES: u64 = 1 << 20;
+
+/// Opens a file for reading like `File::open`, except that a signal ends the wait:
+/// opening a FIFO blocks until a writer comes, and std retries an interrupted open.
+fn open_interruptible(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL in the path"))?;
+    loop {
+        // SAFETY: a valid NUL-terminated path; the descriptor is owned by the File.
+        let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        if fd >= 0 {
+            return Ok(unsafe { std::fs::File::from_raw_fd(fd) });
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted || signals::stop_requested() {
+            return Err(e);
+        }
+    }
+}
+
+/// Reads a whole script of at most MAX_SCRIPT_BYTES of UTF-8 text.
+fn read_script(r: impl Read, name: &str) -> Result<String, CliError> {
+    let mut bytes = Vec::new();
+    let read_error = |source| CliError::ReadScript {
+        path: name.to_string(),
+        source,
+    };
+    let mut r = r.take(MAX_SCRIPT_BYTES + 1);
+    let mut chunk = [0u8; 8192];
+    loop {
+        // A FIFO or a terminal can block: Ctrl-C interrupts the read (no SA_RESTART).
+        match r.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => interrupted()?,
+            Err(e) => return Err(read_error(e)),
+        }
+    }
+    if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+        return Err(CliError::ScriptTooLarge {
+            path: name.to_string(),
+            limit: MAX_SCRIPT_BYTES,
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| {
+        read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "it is not UTF-8 text",
+        ))
+    })
+}
+
 /// The script's text and the name diagnostics call it by.
 fn script_source(args: &Args) -> Result<(String, String), CliError> {
     if let Some(p) = &args.program {
@@ -366,17 +462,14 @@ fn script_source(args: &Args) -> Result<(String, String), CliError> {
     }
     match &args.script {
         Some(path) if path.as_os_str() == "-" => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|source| CliError::ReadScript {
-                    path: "<stdin>".into(),
-                    source,
-                })?;
+            let text = read_script(std::io::stdin().lock(), "<stdin>")?;
             Ok(("<stdin>".into(), text))
         }
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| {
+            let file = open_interruptible(path).map_err(|source| {
+                if signals::stop_requested() {
+                    return CliError::Interrupted;
+                }
                 let name = path.to_string_lossy();
                 match Args::command().find_subcommand(name.as_ref()) {
                     Some(_) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -388,17 +481,19 @@ fn script_source(args: &Args) -> Result<(String, String), CliError> {
                     },
                 }
             })?;
-            Ok((path.display().to_string(), text))
+            let name = path.display().to_string();
+            let text = read_script(file, &name)?;
+            Ok((name, text))
         }
         None => Err(CliError::NoProgram),
     }
 }
 
 pub fn load_kernel_types(btf: Option<&PathBuf>) -> Result<Btf, CliError> {
-    Ok(match btf {
-        Some(p) => Btf::from_file(p)?,
-        None => Btf::vmlinux()?,
-    })
+    match btf {
+        Some(p) => Btf::from_file(p).map_err(CliError::BtfFile),
+        None => Btf::vmlinux().map_err(CliError::Btf),
+    }
 }
 
 pub fn resolve_mode(arg: ModeArg, kernel: &dyn KernelTypes) -> Result<Mode, CliError> {
@@ -426,15 +521,25 @@ fn script_error<'a>(name: &'a str, text: &'a str) -> impl Fn(Vec<Diagnostic>) ->
     move |diags| CliError::Script(render(&Source { name, text }, &diags, color_stderr()))
 }
 
-/// The BPF compiler the options ask for.
+/// The BPF compiler the options ask for; Ctrl-C or SIGTERM stops it.
 pub fn compiler(opts: &RunArgs) -> Result<Compiler, CliError> {
     let clang = find_clang(opts.clang.as_deref())?;
-    Ok(Compiler::new(clang, !opts.no_cache)?)
+    Ok(Compiler::new(clang, !opts.no_cache)?.cancel_when(signals::stop_requested))
+}
+
+/// Ctrl-C or SIGTERM before tracing began ends fslat at once, with status 130.
+fn interrupted() -> Result<(), CliError> {
+    if signals::stop_requested() {
+        Err(CliError::Interrupted)
+    } else {
+        Ok(())
+    }
 }
 
 fn run(args: &Args) -> Result<(), CliError> {
     signals::install();
     let (name, text) = script_source(args)?;
+    interrupted()?;
     // A script run before on this kernel by this fslat starts from its cached checked
     // program and object: no BTF to parse, nothing to check or compile.
     let warm = (args.emit.is_none() && !args.run.no_cache)
@@ -453,6 +558,7 @@ fn run(args: &Args) -> Result<(), CliError> {
     let kernel = load_kernel_types(args.run.btf.as_ref())?;
     let mode = resolve_mode(args.run.mode, &kernel)?;
     let (program, c) = compile_script(&name, &text, &kernel, mode)?;
+    interrupted()?;
 
     match args.emit {
         Some(Emit::Ir) => {
@@ -470,10 +576,7 @@ fn run(args: &Args) -> Result<(), CliError> {
         }
         None => {
             let compiler = compiler(&args.run)?;
-            let object = match compiler.compile(&c) {
-                Err(_) if signals::stop_requested() => return Ok(()),
-                result => result?,
-            };
+            let object = compiler.compile(&c)?;
             if let Some((cache, key)) = &warm {
                 warm_store(cache, key, mode, &program, &object);
             }
@@ -557,12 +660,7 @@ pub fn compile_and_run(
     compiler: &Compiler,
     opts: &RunArgs,
 ) -> Result<(), CliError> {
-    // Ctrl-C during start-up reaches clang too (same process group): that is an end,
-    // not a compiler failure.
-    let object = match compiler.compile(c) {
-        Err(_) if signals::stop_requested() => return Ok(()),
-        result => result?,
-    };
+    let object = compiler.compile(c)?;
     run_object(program, &object, mode, opts)
 }
 
@@ -573,9 +671,7 @@ pub fn run_object(
     mode: Mode,
     opts: &RunArgs,
 ) -> Result<(), CliError> {
-    if signals::stop_requested() {
-        return Ok(());
-    }
+    interrupted()?;
 
     // The command exists (and has a pid to filter on) before load; it runs once attached.
     let child = match &opts.cmd {

@@ -220,7 +220,7 @@ impl Repl {
         signals::reset();
         signals::restore_sigterm();
         match result {
-            Err(CliError::Build(_)) if interrupted => {
+            Err(CliError::Interrupted) | Err(CliError::Build(_)) if interrupted => {
                 eprintln!("Interrupted while compiling.");
                 Ok(())
             }

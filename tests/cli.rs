@@ -367,3 +367,131 @@ fn repl_on_a_terminal_points_diagnostics_into_typed_text_and_shows_c() {
     assert!(saved.contains("latncy"), "{saved}");
     assert!(saved.contains("session vfs_write {"), "{saved}");
 }
+
+#[test]
+fn a_negative_pid_is_refused_naming_the_option() {
+    let out = fslat(&["-p", "-1", "-e", "session vfs_read"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--pid"), "{stderr}");
+    assert!(stderr.contains("not a process id"), "{stderr}");
+    assert!(!stderr.contains("-- -1"), "{stderr}");
+}
+
+#[test]
+fn btf_that_is_not_a_file_is_refused_naming_the_option() {
+    for path in ["/dev/zero", "/nonexistent/btf"] {
+        let out = fslat(&["--btf", path, "--emit", "c", "-e", "session vfs_read"]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.starts_with("fslat: error: --btf: "), "{stderr}");
+        assert_eq!(stderr.matches("--btf").count(), 2, "one hint: {stderr}");
+    }
+}
+
+#[test]
+fn a_clang_that_is_not_clang_is_named_not_blamed_on_fslat() {
+    let cases = [
+        ("/bin/false", "is it clang?"),
+        ("/etc/passwd", "is not an executable program"),
+        ("/nonexistent/clang", "does not exist"),
+    ];
+    for (clang, says) in cases {
+        let out = fslat(&[
+            "--clang",
+            clang,
+            "--no-cache",
+            "--emit",
+            "obj",
+            "-o",
+            "/dev/null",
+            "-e",
+            "session vfs_read",
+        ]);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{clang}: {stderr}");
+        assert!(stderr.contains(says), "{clang}: {stderr}");
+        assert!(!stderr.contains("bug in fslat"), "{clang}: {stderr}");
+    }
+}
+
+#[test]
+fn c_that_clang_rejects_is_kept_in_a_new_private_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A "clang" that rejects everything the way clang does.
+    let fake = dir.path().join("clang");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'program.bpf.c:1:1: error: no' >&2\nexit 1\n",
+    )
+    .expect("write fake clang");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let out = Command::new(FSLAT)
+        .args(["--clang", fake.to_str().expect("utf-8"), "--no-cache"])
+        .args(["--emit", "obj", "-o", "/dev/null", "-e", "session vfs_read"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("run fslat");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let kept: Vec<_> = std::fs::read_dir(&tmp)
+        .expect("read tmp")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".bpf.c"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{stderr}");
+    assert!(stderr.contains(&*kept[0].to_string_lossy()), "{stderr}");
+    let meta = std::fs::symlink_metadata(&kept[0]).expect("stat");
+    assert!(meta.is_file());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn a_closed_standard_output_ends_quietly_with_a_non_zero_status() {
+    let mut child = Command::new(FSLAT)
+        .args(["-l", "*"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run fslat");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(141), "{out:?}");
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_signal_while_waiting_for_a_script_ends_with_130() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("script.fsl");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    for signal in ["-INT", "-TERM"] {
+        let child = Command::new(FSLAT)
+            .args(["--emit", "c"])
+            .arg(&fifo)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run fslat");
+        sleep(Duration::from_millis(300));
+        let pid = child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args([signal, &pid])
+                .status()
+                .expect("kill")
+                .success()
+        );
+        let out = child.wait_with_output().expect("wait");
+        assert_eq!(out.status.code(), Some(130), "{signal}: {out:?}");
+    }
+}

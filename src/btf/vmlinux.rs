@@ -58,18 +58,20 @@ const MAX_DEPTH: u32 = 32;
 /// parameters point back at it) from blowing up exponentially.
 const NAME_BUDGET: u32 = 4096;
 const MEMBER_BUDGET: u32 = 1 << 16;
+/// A kernel's BTF is a few MiB (7.2's: 6 MiB); anything far bigger is not one.
+pub const MAX_BTF_BYTES: u64 = 256 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BtfError {
-    #[error(
-        "cannot read kernel BTF from {}: {error}; pass a BTF file with --btf FILE, \
-         or run a kernel built with CONFIG_DEBUG_INFO_BTF=y",
-        path.display()
-    )]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error("{} is not a regular file", path.display())]
+    NotAFile { path: PathBuf },
+    #[error("{} is {size} bytes, more than any kernel's BTF ({MAX_BTF_BYTES} at most)", path.display())]
+    TooLarge { path: PathBuf, size: u64 },
     #[error("malformed BTF{}: {what}", in_path(path))]
     Malformed { path: Option<PathBuf>, what: String },
     #[error(
@@ -322,6 +324,20 @@ impl Btf {
         // sysfs hands out /sys/kernel/btf/vmlinux a page per read(2): 1 400 system calls,
         // which cost tens of milliseconds in an emulated guest. Kernels from 6.16 let it
         // be mapped instead; older ones (and any error) fall back to reading.
+        // A FIFO would block and /dev/zero never end: only regular files of a bounded
+        // size are read (sysfs's vmlinux is a regular file with its size).
+        let meta = std::fs::metadata(path).map_err(read_error)?;
+        if !meta.is_file() {
+            return Err(BtfError::NotAFile {
+                path: path.to_path_buf(),
+            });
+        }
+        if meta.len() > MAX_BTF_BYTES {
+            return Err(BtfError::TooLarge {
+                path: path.to_path_buf(),
+                size: meta.len(),
+            });
+        }
         let file = std::fs::File::open(path).map_err(read_error)?;
         let data = match Mapped::new(&file) {
             Some(m) => Blob::Mapped(m),
@@ -1167,13 +1183,27 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_or_device_is_refused_without_reading_it() {
+        for path in ["/dev/zero", "/dev/null"] {
+            let e = Btf::from_file(path).unwrap_err();
+            assert!(matches!(e, BtfError::NotAFile { .. }), "{path}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = Btf::from_file(&fifo).unwrap_err();
+        assert!(matches!(e, BtfError::NotAFile { .. }), "{e}");
+    }
+
+    #[test]
     fn errors_say_what_is_wrong() {
         let e = Btf::from_file("/nonexistent/vmlinux").unwrap_err();
         let msg = e.to_string();
         assert!(matches!(e, BtfError::Read { .. }));
         assert!(msg.contains("/nonexistent/vmlinux"), "{msg}");
-        assert!(msg.contains("--btf FILE"), "{msg}");
-        assert!(msg.contains("CONFIG_DEBUG_INFO_BTF"), "{msg}");
+        assert!(msg.contains("No such file"), "{msg}");
 
         let e = Btf::from_bytes(b"ELF".to_vec()).unwrap_err();
         assert!(e.to_string().contains("too short"), "{e}");

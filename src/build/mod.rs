@@ -85,6 +85,9 @@ pub enum BuildError {
         status: String,
         stderr: String,
     },
+    /// The cancel check said stop while clang ran (Ctrl-C, SIGTERM).
+    #[error("interrupted while compiling")]
+    Interrupted,
     #[error("cannot prepare the build directory: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -126,6 +129,8 @@ pub struct Compiler {
     /// cache key: cheaper than running `clang --version` on every start.
     identity: String,
     cache: Option<cache::Cache>,
+    /// Polled while clang runs: true stops it.
+    cancel: fn() -> bool,
 }
 
 impl Compiler {
@@ -152,7 +157,13 @@ impl Compiler {
             } else {
                 None
             },
+            cancel: || false,
         })
+    }
+
+    /// Stops a build (clang is killed, `BuildError::Interrupted`) once `cancel` says so.
+    pub fn cancel_when(self, cancel: fn() -> bool) -> Self {
+        Compiler { cancel, ..self }
     }
 
     /// Compiles `c` to a BPF object, from the cache when it was built before.
@@ -182,7 +193,14 @@ impl Compiler {
         let src = dir.path().join("program.bpf.c");
         let obj = dir.path().join("program.bpf.o");
         std::fs::write(&src, c)?;
-        let out = Command::new(&self.clang)
+        // clang's messages go to a file, so polling for a cancel needs no reader thread.
+        let log_path = dir.path().join("clang.log");
+        let log = std::fs::File::create(&log_path)?;
+        let start_error = |source| BuildError::ClangStart {
+            path: self.clang.clone(),
+            source,
+        };
+        let mut child = Command::new(&self.clang)
             .args(CLANG_FLAGS)
             .arg("-I")
             .arg(dir.path())
@@ -190,11 +208,27 @@ impl Compiler {
             .arg(&src)
             .arg("-o")
             .arg(&obj)
-            .output()
-            .map_err(|source| BuildError::ClangStart {
-                path: self.clang.clone(),
-                source,
-            })?;
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(start_error)?;
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(start_error)? {
+                break status;
+            }
+            if (self.cancel)() {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(BuildError::Interrupted);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        };
+        let out = std::process::Output {
+            status,
+            stdout: Vec::new(),
+            stderr: std::fs::read(&log_path)?,
+        };
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         if !out.status.success() {
             if !stderr.contains("error") {
