@@ -120,10 +120,12 @@ struct fslat_stat {
 	__s64 max;
 };
 
-/* slots[0]: negative values; slots[1]: 0; slots[k + 1]: [2^(k-1), 2^k). */
+/* slots[0]: negative values; slots[1]: 0; slots[k + 1]: [2^(k-1), 2^k). sum: of the
+ * values (a histogram's `_sum` for --listen and --otlp). */
 #define FSLAT_HIST_SLOTS 66
 struct fslat_hist {
 	__u64 slots[FSLAT_HIST_SLOTS];
+	__s64 sum;
 };
 
 /* A zero histogram to insert new keys from: too big for the 512-byte BPF stack. */
@@ -151,6 +153,7 @@ static __always_inline void fslat_hist_add(struct fslat_hist *h, __s64 x)
 	__u32 slot = x < 0 ? 0 : 1 + fslat_log2_bucket((__u64)x);
 	if (slot < FSLAT_HIST_SLOTS)
 		__sync_fetch_and_add(&h->slots[slot], 1);
+	__sync_fetch_and_add(&h->sum, x);
 }
 
 #ifdef FSLAT_WANT_PATH

@@ -99,6 +99,28 @@ pub struct RunArgs {
     /// Compile without the object cache
     #[arg(long)]
     pub no_cache: bool,
+
+    /// Serve the run's counters and aggregations to Prometheus at http://ADDR:PORT/metrics
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// Push the same metrics with OTLP over HTTP (protobuf) to URL every 10 s and at the
+    /// end (http://HOST:PORT[/PATH]; no path means /v1/metrics)
+    #[arg(long, value_name = "URL", value_parser = parse_otlp)]
+    pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
+}
+
+fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    if s.is_empty() {
+        return Err("the value is empty".into());
+    }
+    s.parse().map_err(|_| {
+        format!("`{s}` is not ADDR:PORT (an IP address and a port: 127.0.0.1:9435, [::1]:9435, 0.0.0.0:9435)")
+    })
+}
+
+fn parse_otlp(s: &str) -> Result<Box<crate::metrics::OtlpTarget>, String> {
+    crate::metrics::OtlpTarget::parse(s).map(Box::new)
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -289,6 +311,13 @@ pub enum CliError {
     List(#[from] ListError),
     #[error("the terminal failed: {0}")]
     Terminal(rustyline::error::ReadlineError),
+    #[error("--listen {addr}: cannot listen there: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("--otlp: cannot start the push thread: {0}")]
+    Otlp(std::io::Error),
     #[error("{0} of the entries read from standard input failed (see above)")]
     ReplFailures(usize),
 }
@@ -664,6 +693,9 @@ pub fn compile_and_run(
     run_object(program, &object, mode, opts)
 }
 
+/// How often `--otlp` pushes.
+const OTLP_INTERVAL: Duration = Duration::from_secs(10);
+
 /// Loads `object` (built from `program`) and runs it; see `compile_and_run`.
 pub fn run_object(
     program: &Program,
@@ -672,6 +704,24 @@ pub fn run_object(
     opts: &RunArgs,
 ) -> Result<(), CliError> {
     interrupted()?;
+
+    // Exporters are up before anything is loaded: a port in use ends the run here.
+    let board = (opts.listen.is_some() || opts.otlp.is_some()).then(crate::metrics::Board::new);
+    if let (Some(addr), Some(board)) = (opts.listen, &board) {
+        crate::metrics::Server::start(addr, std::sync::Arc::clone(board))
+            .map_err(|source| CliError::Listen { addr, source })?;
+    }
+    let pusher = match (&opts.otlp, &board) {
+        (Some(target), Some(board)) => Some(
+            crate::metrics::Pusher::start(
+                (**target).clone(),
+                OTLP_INTERVAL,
+                std::sync::Arc::clone(board),
+            )
+            .map_err(CliError::Otlp)?,
+        ),
+        _ => None,
+    };
 
     // The command exists (and has a pid to filter on) before load; it runs once attached.
     let child = match &opts.cmd {
@@ -687,6 +737,7 @@ pub fn run_object(
         duration: opts.duration,
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
         verbose: opts.verbose,
+        metrics: board,
     };
     let sink: Box<dyn Write> = match &opts.output {
         Some(p) => Box::new(std::fs::File::create(p).map_err(|source| CliError::Write {
@@ -729,7 +780,12 @@ pub fn run_object(
                     .as_mut()
                     .is_none_or(|c| c.exited().is_none())
         },
-    )?;
+    );
+    // The last push carries the final figures, published as the run ended.
+    if let Some(p) = pusher {
+        p.finish();
+    }
+    let outcome = outcome?;
     if outcome.bad_records > 0 {
         eprintln!(
             "fslat: warning: {} record(s) did not match their event layout and were not printed (a bug in fslat; please report it)",

@@ -16,6 +16,7 @@ pub mod codegen;
 pub mod diag;
 pub mod doctor;
 pub mod listing;
+pub mod metrics;
 pub mod output;
 pub mod repl;
 pub mod runtime;

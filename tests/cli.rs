@@ -495,3 +495,44 @@ fn a_signal_while_waiting_for_a_script_ends_with_130() {
         assert_eq!(out.status.code(), Some(130), "{signal}: {out:?}");
     }
 }
+
+#[test]
+fn bad_listen_and_otlp_values_name_the_option() {
+    for (args, says) in [
+        (["--listen", "localhost:9435"], "--listen"),
+        (["--listen", "127.0.0.1"], "is not ADDR:PORT"),
+        (["--listen", ""], "the value is empty"),
+        (["--otlp", "127.0.0.1:4318"], "is not an http:// URL"),
+        (
+            ["--otlp", "https://collector:4318"],
+            "https is not supported",
+        ),
+        (["--otlp", "http://collector:x"], "is not a port"),
+    ] {
+        let mut all = vec!["-e", "session vfs_read"];
+        all.extend(args);
+        let out = fslat(&all);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(args[0]) && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// The port is bound before anything is loaded: in use, the run ends with the reason and
+/// never starts tracing.
+#[test]
+fn a_listen_port_in_use_ends_the_run_before_tracing() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a port");
+    let addr = taken.local_addr().expect("its address").to_string();
+    let out = fslat(&["-e", "session vfs_read", "--listen", &addr]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("--listen {addr}: cannot listen there")) && err.contains("in use"),
+        "{err}"
+    );
+    assert!(!err.contains("Tracing"), "{err}");
+}

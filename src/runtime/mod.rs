@@ -9,6 +9,7 @@ pub use errors::RuntimeError;
 
 use crate::check::program::{Aggregation, Program};
 use crate::codegen::Mode;
+use crate::metrics;
 use crate::output::{AggResult, AggRow, AggValue, Decoder, Summary, Writer, read_value};
 use crate::syntax::ast::AggFunc;
 use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, RingBufferBuilder};
@@ -25,6 +26,9 @@ pub struct Settings {
     /// Ring buffer size in bytes (a power of two, at least a page).
     pub ring_size: u32,
     pub verbose: bool,
+    /// Where to publish the run's figures for `--listen` and `--otlp`, about once a second
+    /// and once at the end.
+    pub metrics: Option<std::sync::Arc<crate::metrics::Board>>,
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 256 * 1024;
@@ -112,6 +116,8 @@ pub fn run(
     };
 
     attached();
+    let started = std::time::SystemTime::now();
+    let mut published = Instant::now();
     let deadline = settings.duration.map(|d| Instant::now() + d);
     while keep_going() {
         let mut wait = Duration::from_millis(100);
@@ -135,6 +141,12 @@ pub fn run(
             return Err(RuntimeError::Output(e));
         }
         st.out.flush().map_err(RuntimeError::Output)?;
+        if let Some(board) = &settings.metrics
+            && published.elapsed() >= crate::metrics::PUBLISH_EVERY
+        {
+            board.publish(snapshot(&obj, program, settings, &st.events, started)?);
+            published = Instant::now();
+        }
     }
 
     let in_flight: Vec<(String, usize)> = program
@@ -171,15 +183,40 @@ pub fn run(
         return Err(RuntimeError::Output(e));
     }
 
+    let outcome = Outcome {
+        summaries: summaries(&obj, program, settings, &events)?,
+        bad_records: bad,
+        in_flight,
+    };
+    if let Some(board) = &settings.metrics {
+        board.publish(snapshot(&obj, program, settings, &events, started)?);
+    }
+    for s in &outcome.summaries {
+        out.summary(s).map_err(RuntimeError::Output)?;
+    }
+    for s in &program.sessions {
+        for a in &s.aggregations {
+            let map = aggregation_map(&obj, a)?;
+            let result = read_aggregation(&map, a, &s.label)?;
+            out.aggregation(&result).map_err(RuntimeError::Output)?;
+        }
+    }
+    out.flush().map_err(RuntimeError::Output)?;
+    Ok(outcome)
+}
+
+/// Each session's counters, summed over CPUs, with its count of decoded `events`.
+fn summaries(
+    obj: &libbpf_rs::Object,
+    program: &Program,
+    settings: &Settings,
+    events: &[u64],
+) -> Result<Vec<Summary>, RuntimeError> {
     let counters = obj
         .maps()
         .find(|m| m.name() == "fslat_counters")
         .ok_or(RuntimeError::Missing("fslat_counters"))?;
-    let mut outcome = Outcome {
-        summaries: Vec::new(),
-        bad_records: bad,
-        in_flight,
-    };
+    let mut out = Vec::new();
     for s in &program.sessions {
         let key = (s.index as u32).to_ne_bytes();
         let per_cpu = counters
@@ -192,7 +229,7 @@ pub fn run(
                 *total += u64_at(&cpu, i);
             }
         }
-        outcome.summaries.push(Summary {
+        out.push(Summary {
             label: s.label.clone(),
             mode: settings.mode.name(),
             calls: sum[0],
@@ -204,22 +241,105 @@ pub fn run(
             events: events[s.index],
         });
     }
-    for s in &outcome.summaries {
-        out.summary(s).map_err(RuntimeError::Output)?;
-    }
+    Ok(out)
+}
+
+/// The figures `--listen` and `--otlp` export, as they stand now.
+fn snapshot(
+    obj: &libbpf_rs::Object,
+    program: &Program,
+    settings: &Settings,
+    events: &[u64],
+    start: std::time::SystemTime,
+) -> Result<metrics::Snapshot, RuntimeError> {
+    let mut aggregations = Vec::new();
     for s in &program.sessions {
         for a in &s.aggregations {
-            let name = format!("fslat_agg_{}", a.id);
-            let map = obj
-                .maps()
-                .find(|m| m.name().to_string_lossy() == name)
-                .ok_or(RuntimeError::Missing("an aggregation map"))?;
-            let result = read_aggregation(&map, a, &s.label)?;
-            out.aggregation(&result).map_err(RuntimeError::Output)?;
+            let map = aggregation_map(obj, a)?;
+            let rows = agg_entries(&map, a)?
+                .into_iter()
+                .map(|(keys, v)| {
+                    let word = |i| u64_at(&v, i);
+                    let value = match a.func {
+                        AggFunc::Hist => metrics::PointValue::Hist {
+                            slots: (0..HIST_SLOTS).map(word).collect(),
+                            sum: word(HIST_SLOTS) as i64,
+                        },
+                        f => metrics::PointValue::Number(stat_value(f, &v)),
+                    };
+                    metrics::AggPoint { keys, value }
+                })
+                .collect();
+            aggregations.push(metrics::AggSeries {
+                name: format!("{}_{}", s.label, a.func.name()),
+                session: s.label.clone(),
+                title: a.title.clone(),
+                func: a.func,
+                duration: a.duration,
+                key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
+                rows,
+            });
         }
     }
-    out.flush().map_err(RuntimeError::Output)?;
-    Ok(outcome)
+    Ok(metrics::Snapshot {
+        start,
+        time: std::time::SystemTime::now(),
+        sessions: summaries(obj, program, settings, events)?,
+        aggregations,
+    })
+}
+
+/// Slots of a `struct fslat_hist` (fslat.bpf.h); its sum follows them.
+const HIST_SLOTS: usize = 66;
+
+fn aggregation_map<'o>(
+    obj: &'o libbpf_rs::Object,
+    a: &Aggregation,
+) -> Result<libbpf_rs::Map<'o>, RuntimeError> {
+    let name = format!("fslat_agg_{}", a.id);
+    obj.maps()
+        .find(|m| m.name().to_string_lossy() == name)
+        .ok_or(RuntimeError::Missing("an aggregation map"))
+}
+
+/// The one number a count, sum, min, max or avg shows, from a `struct fslat_stat`.
+fn stat_value(f: AggFunc, v: &[u8]) -> i64 {
+    let word = |i| u64_at(v, i);
+    let (count, sum, min, max) = (word(0), word(1) as i64, word(2) as i64, word(3) as i64);
+    match f {
+        AggFunc::Count => count as i64,
+        AggFunc::Sum => sum,
+        AggFunc::Min => min,
+        AggFunc::Max => max,
+        _ => sum.checked_div(count as i64).unwrap_or(0),
+    }
+}
+
+/// An aggregation map's entry: its keys decoded, its value as stored.
+type Entry = (Vec<crate::output::Value<'static>>, Vec<u8>);
+
+/// Every entry of an aggregation map.
+fn agg_entries(map: &libbpf_rs::Map, a: &Aggregation) -> Result<Vec<Entry>, RuntimeError> {
+    let mut out = Vec::new();
+    for key in map.keys() {
+        let Some(v) = map
+            .lookup(&key, MapFlags::ANY)
+            .map_err(RuntimeError::libbpf("reading an aggregation"))?
+        else {
+            continue;
+        };
+        let keys = a
+            .keys
+            .iter()
+            .map(|k| {
+                let at = k.offset as usize;
+                let size = k.kind.size() as usize;
+                read_value(key.get(at..at + size).unwrap_or(&[]), k.kind).into_owned()
+            })
+            .collect();
+        out.push((keys, v));
+    }
+    Ok(out)
 }
 
 struct State<'w> {
@@ -242,40 +362,16 @@ fn read_aggregation(
     a: &Aggregation,
     session: &str,
 ) -> Result<AggResult, RuntimeError> {
-    let mut rows = Vec::new();
-    for key in map.keys() {
-        let Some(v) = map
-            .lookup(&key, MapFlags::ANY)
-            .map_err(RuntimeError::libbpf("reading an aggregation"))?
-        else {
-            continue;
-        };
-        let keys = a
-            .keys
-            .iter()
-            .map(|k| {
-                let at = k.offset as usize;
-                let size = k.kind.size() as usize;
-                read_value(key.get(at..at + size).unwrap_or(&[]), k.kind).into_owned()
-            })
-            .collect();
-        let word = |i| u64_at(&v, i);
-        let value = match a.func {
-            AggFunc::Hist => AggValue::Hist((0..v.len() / 8).map(word).collect()),
-            f => {
-                let (count, sum, min, max) =
-                    (word(0), word(1) as i64, word(2) as i64, word(3) as i64);
-                AggValue::Number(match f {
-                    AggFunc::Count => count as i64,
-                    AggFunc::Sum => sum,
-                    AggFunc::Min => min,
-                    AggFunc::Max => max,
-                    _ => sum.checked_div(count as i64).unwrap_or(0),
-                })
-            }
-        };
-        rows.push(AggRow { keys, value });
-    }
+    let mut rows: Vec<AggRow> = agg_entries(map, a)?
+        .into_iter()
+        .map(|(keys, v)| {
+            let value = match a.func {
+                AggFunc::Hist => AggValue::Hist((0..HIST_SLOTS).map(|i| u64_at(&v, i)).collect()),
+                f => AggValue::Number(stat_value(f, &v)),
+            };
+            AggRow { keys, value }
+        })
+        .collect();
     // Biggest last, as bpftrace prints maps; keys break ties so output is stable.
     rows.sort_by(|x, y| {
         let rank = |r: &AggRow| match &r.value {

@@ -1,0 +1,271 @@
+//! `--listen`: the Prometheus text exposition format at `/metrics`, from a small blocking
+//! HTTP server. The encoding is prometheus-client's (name and label-value escaping,
+//! `_total` on counters, cumulative `le` buckets); the server is a listener thread and a
+//! fixed number of workers with socket timeouts, so a client that connects and never
+//! reads holds one worker for a few seconds and never reaches the tracing loop.
+
+use super::{AggSeries, Board, PointValue, Snapshot, hist_buckets, row_labels, scale, top_slot};
+use crate::output::Summary;
+use crate::syntax::ast::AggFunc;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::time::Duration;
+
+pub use prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// Connections served at once; more wait in a short queue, beyond it they are closed.
+const WORKERS: usize = 4;
+const QUEUE: usize = 16;
+/// How long one client may take to send its request (a scraper sends it at once).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a client may stall while taking the answer.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A request head longer than this is refused.
+const MAX_REQUEST: usize = 8192;
+
+/// The Prometheus text for a snapshot.
+pub fn encode(snapshot: &Snapshot) -> String {
+    #[derive(Debug)]
+    struct Figures(Arc<Snapshot>);
+    impl Collector for Figures {
+        fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+            encode_snapshot(&self.0, &mut encoder)
+        }
+    }
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Figures(Arc::new(snapshot.clone()))));
+    let mut text = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, &registry);
+    text
+}
+
+type Labels = Vec<(String, String)>;
+
+/// The per-session counters: (name without `_total`, help, the figure).
+/// A session's figure, `None` where the session has none (agg_lost without aggregations).
+pub(super) type Figure = fn(&Summary) -> Option<u64>;
+
+pub(super) const SESSION_COUNTERS: [(&str, &str, Figure); 7] = [
+    (
+        "fslat_calls",
+        "Calls that passed the entry filter and returned.",
+        |s| Some(s.calls),
+    ),
+    (
+        "fslat_matched",
+        "Calls that passed the whole predicate.",
+        |s| Some(s.matched),
+    ),
+    (
+        "fslat_errors",
+        "Calls that returned a negative value.",
+        |s| Some(s.errors),
+    ),
+    (
+        "fslat_dropped",
+        "Events lost because the ring buffer was full.",
+        |s| Some(s.dropped),
+    ),
+    ("fslat_events", "Events decoded and written.", |s| {
+        Some(s.events)
+    }),
+    (
+        "fslat_unpaired",
+        "fentry mode: entries not recorded because the per-thread map was full.",
+        |s| Some(s.unpaired),
+    ),
+    (
+        "fslat_agg_lost",
+        "Aggregation updates lost because an aggregation map was full.",
+        |s| s.agg_lost,
+    ),
+];
+
+fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    for (name, help, figure) in SESSION_COUNTERS {
+        let rows: Vec<(Labels, u64)> = s
+            .sessions
+            .iter()
+            .filter_map(|x| Some((vec![("session".to_string(), x.label.clone())], figure(x)?)))
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+        for (labels, v) in &rows {
+            family
+                .encode_family(labels)?
+                .encode_counter::<NoLabelSet, _, u64>(v, None)?;
+        }
+    }
+    for a in &s.aggregations {
+        encode_aggregation(a, encoder)?;
+    }
+    Ok(())
+}
+
+fn encode_aggregation(
+    a: &AggSeries,
+    encoder: &mut DescriptorEncoder,
+) -> Result<(), std::fmt::Error> {
+    let name = format!("fslat_{}", a.name.strip_suffix("_total").unwrap_or(&a.name));
+    let unit = if a.duration { " (seconds)" } else { "" };
+    let help = format!("{}: {}{unit}.", a.session, a.title);
+    let kind = match a.func {
+        AggFunc::Count | AggFunc::Sum => MetricType::Counter,
+        AggFunc::Min | AggFunc::Max | AggFunc::Avg => MetricType::Gauge,
+        AggFunc::Hist => MetricType::Histogram,
+    };
+    let mut family = encoder.encode_descriptor(&name, &help, None, kind)?;
+    let top = top_slot(a);
+    for row in &a.rows {
+        let labels = row_labels(a, row);
+        let mut metric = family.encode_family(&labels)?;
+        match (&row.value, kind) {
+            (PointValue::Number(n), MetricType::Counter) if a.duration => {
+                metric.encode_counter::<NoLabelSet, _, f64>(&scale(*n as f64, true), None)?
+            }
+            (PointValue::Number(n), MetricType::Counter) => {
+                metric.encode_counter::<NoLabelSet, _, u64>(&(*n).max(0).cast_unsigned(), None)?
+            }
+            (PointValue::Number(n), _) if a.duration => {
+                metric.encode_gauge(&scale(*n as f64, true))?
+            }
+            (PointValue::Number(n), _) => metric.encode_gauge(n)?,
+            (PointValue::Hist { slots, sum }, _) => {
+                let buckets = hist_buckets(slots, top, a.duration);
+                let count = slots.iter().sum();
+                metric.encode_histogram::<NoLabelSet>(
+                    scale(*sum as f64, a.duration),
+                    count,
+                    &buckets,
+                    None,
+                )?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A `/metrics` server running until fslat exits.
+pub struct Server {
+    pub addr: SocketAddr,
+}
+
+impl Server {
+    /// Binds `addr` now (so a port in use is an error before tracing) and serves
+    /// `board`'s latest snapshot from background threads.
+    pub fn start(addr: SocketAddr, board: Arc<Board>) -> std::io::Result<Server> {
+        let listener = TcpListener::bind(addr)?;
+        let addr = listener.local_addr()?;
+        let (queue, jobs) = sync_channel::<TcpStream>(QUEUE);
+        let jobs = Arc::new(std::sync::Mutex::new(jobs));
+        for _ in 0..WORKERS {
+            let jobs = Arc::clone(&jobs);
+            let board = Arc::clone(&board);
+            std::thread::Builder::new()
+                .name("fslat-metrics".into())
+                .spawn(move || serve(&jobs, &board))?;
+        }
+        std::thread::Builder::new()
+            .name("fslat-listen".into())
+            .spawn(move || accept(&listener, &queue))?;
+        Ok(Server { addr })
+    }
+}
+
+fn accept(listener: &TcpListener, queue: &SyncSender<TcpStream>) {
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        match queue.try_send(stream) {
+            Ok(()) => {}
+            // Every worker busy and the queue full: closing is the answer.
+            Err(TrySendError::Full(s)) => drop(s),
+            Err(TrySendError::Disconnected(_)) => return,
+        }
+    }
+}
+
+fn serve(jobs: &std::sync::Mutex<Receiver<TcpStream>>, board: &Board) {
+    loop {
+        let next = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(stream) = next else { return };
+        // A client that fails or stalls only ends its own connection.
+        let _ = answer(stream, board);
+    }
+}
+
+fn answer(mut stream: TcpStream, board: &Board) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(REQUEST_TIMEOUT))?;
+    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+        if head.len() > MAX_REQUEST {
+            return respond(
+                &mut stream,
+                "431 Request Header Fields Too Large",
+                "text/plain",
+                b"request too large\n",
+            );
+        }
+    }
+    let line = head.split(|&b| b == b'\r').next().unwrap_or(&[]);
+    let line = String::from_utf8_lossy(line);
+    let mut parts = line.split(' ');
+    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let path = target.split('?').next().unwrap_or("");
+    match (method, path) {
+        ("GET" | "HEAD", "/metrics") => {
+            let body = encode(&board.latest());
+            let body = if method == "HEAD" {
+                &b""[..]
+            } else {
+                body.as_bytes()
+            };
+            respond(&mut stream, "200 OK", CONTENT_TYPE, body)
+        }
+        (_, "/metrics") => respond(
+            &mut stream,
+            "405 Method Not Allowed",
+            "text/plain",
+            b"use GET\n",
+        ),
+        _ => respond(
+            &mut stream,
+            "404 Not Found",
+            "text/plain",
+            b"fslat serves /metrics only\n",
+        ),
+    }
+}
+
+fn respond(
+    stream: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    stream.flush()
+}

@@ -1,0 +1,195 @@
+use super::*;
+use crate::output::Summary;
+use std::borrow::Cow;
+
+fn snapshot() -> Snapshot {
+    let mut slots = vec![0u64; 66];
+    // 3 values in [512, 1024) ns, 1 in [2^19, 2^20) ns.
+    slots[11] = 3;
+    slots[21] = 1;
+    Snapshot {
+        sessions: vec![Summary {
+            label: "vfs_read".into(),
+            mode: "fsession",
+            calls: 65,
+            matched: 1,
+            errors: 0,
+            dropped: 2,
+            events: 3,
+            unpaired: 0,
+            agg_lost: Some(4),
+        }],
+        aggregations: vec![
+            AggSeries {
+                name: "reads".into(),
+                session: "vfs_read".into(),
+                title: "count() by comm".into(),
+                func: AggFunc::Count,
+                duration: false,
+                key_names: vec!["comm".into()],
+                rows: vec![AggPoint {
+                    keys: vec![Value::Str(Cow::Owned(b"a\"b\\c\nd".to_vec()))],
+                    value: PointValue::Number(7),
+                }],
+            },
+            AggSeries {
+                name: "lat".into(),
+                session: "vfs_read".into(),
+                title: "hist(latency)".into(),
+                func: AggFunc::Hist,
+                duration: true,
+                key_names: vec![],
+                rows: vec![AggPoint {
+                    keys: vec![],
+                    value: PointValue::Hist {
+                        slots,
+                        sum: 5_000_000,
+                    },
+                }],
+            },
+        ],
+        ..Snapshot::empty()
+    }
+}
+
+#[test]
+fn prometheus_text_has_counters_escaped_labels_and_cumulative_buckets() {
+    let text = encode(&snapshot());
+    for line in [
+        "# TYPE fslat_calls_total counter",
+        "fslat_calls_total{session=\"vfs_read\"} 65",
+        "fslat_dropped_total{session=\"vfs_read\"} 2",
+        "fslat_events_total{session=\"vfs_read\"} 3",
+        "fslat_agg_lost_total{session=\"vfs_read\"} 4",
+        "# TYPE fslat_reads_total counter",
+        r#"fslat_reads_total{comm="a\"b\\c\nd"} 7"#,
+        "# TYPE fslat_lat histogram",
+        "fslat_lat_bucket{le=\"0\"} 0",
+        "fslat_lat_bucket{le=\"5.11e-07\"} 0",
+        "fslat_lat_bucket{le=\"1.023e-06\"} 3",
+        "fslat_lat_bucket{le=\"0.000524287\"} 3",
+        "fslat_lat_bucket{le=\"0.001048575\"} 4",
+        "fslat_lat_bucket{le=\"+Inf\"} 4",
+        "fslat_lat_sum 0.005",
+        "fslat_lat_count 4",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in\n{text}"
+        );
+    }
+    // Buckets stop at the highest slot in use.
+    assert_eq!(text.matches("fslat_lat_bucket").count(), 22, "{text}");
+}
+
+#[test]
+fn label_names_are_valid_and_clear_of_le_and_session() {
+    for (name, want) in [
+        ("comm", "comm"),
+        ("f_path.dentry", "f_path_dentry"),
+        ("9lives", "_9lives"),
+        ("__x", "_x"),
+        ("le", "key_le"),
+        ("session", "key_session"),
+        ("", "_"),
+    ] {
+        assert_eq!(label_name(name), want, "{name}");
+    }
+}
+
+#[test]
+fn otlp_urls_are_http_with_a_host_and_a_port() {
+    let t = OtlpTarget::parse("http://127.0.0.1:9090/api/v1/otlp/v1/metrics").unwrap();
+    assert_eq!(t.authority, "127.0.0.1:9090");
+    assert_eq!(t.path, "/api/v1/otlp/v1/metrics");
+    let t = OtlpTarget::parse("http://collector:4318").unwrap();
+    assert_eq!(
+        (t.authority.as_str(), t.path.as_str()),
+        ("collector:4318", "/v1/metrics")
+    );
+    let t = OtlpTarget::parse("http://[::1]:4318/").unwrap();
+    assert_eq!(
+        (t.authority.as_str(), t.path.as_str()),
+        ("[::1]:4318", "/v1/metrics")
+    );
+    assert_eq!(
+        OtlpTarget::parse("http://collector").unwrap().authority,
+        "collector:80"
+    );
+    for (bad, says) in [
+        ("https://x:4318", "https is not supported"),
+        ("collector:4318", "not an http:// URL"),
+        ("http://", "names no host"),
+        ("http://x:0", "not a port"),
+        ("http://x:99999", "not a port"),
+        ("http://::1:4318", "brackets"),
+    ] {
+        let e = OtlpTarget::parse(bad).unwrap_err();
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn otlp_request_carries_the_same_figures() {
+    use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point};
+    let req = otlp::request(&snapshot());
+    let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+    let find = |n: &str| metrics.iter().find(|m| m.name == n).unwrap();
+    let Some(Data::Sum(calls)) = &find("fslat_calls").data else {
+        panic!()
+    };
+    assert!(calls.is_monotonic);
+    assert_eq!(
+        calls.data_points[0].value,
+        Some(number_data_point::Value::AsInt(65))
+    );
+    let Some(Data::Histogram(h)) = &find("fslat_lat").data else {
+        panic!()
+    };
+    let p = &h.data_points[0];
+    assert_eq!((p.count, p.sum), (4, Some(0.005)));
+    assert_eq!(p.explicit_bounds.len(), 21);
+    assert_eq!(p.explicit_bounds[10], 1023e-9);
+    // Per bucket, not cumulative, plus the empty +Inf bucket.
+    assert_eq!(p.bucket_counts.len(), 22);
+    assert_eq!(
+        (
+            p.bucket_counts[10],
+            p.bucket_counts[20],
+            p.bucket_counts.iter().sum::<u64>()
+        ),
+        (3, 1, 4)
+    );
+}
+
+fn get(addr: std::net::SocketAddr, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn server_answers_metrics_and_404_while_clients_that_never_read_hang_on() {
+    let board = Board::new();
+    board.publish(snapshot());
+    let server = Server::start("127.0.0.1:0".parse().unwrap(), board).unwrap();
+    // More stalled clients than workers: they connect, send nothing, never read.
+    let stalled: Vec<_> = (0..4)
+        .map(|_| std::net::TcpStream::connect(server.addr).unwrap())
+        .collect();
+    let started = std::time::Instant::now();
+    let answer = get(server.addr, "/metrics");
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(
+        answer.contains("fslat_calls_total{session=\"vfs_read\"} 65\n"),
+        "{answer}"
+    );
+    assert!(get(server.addr, "/").starts_with("HTTP/1.1 404 "));
+    assert!(get(server.addr, "/metricsx").starts_with("HTTP/1.1 404 "));
+    // The stalled ones hold the workers for the request timeout (2 s) at most.
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    drop(stalled);
+}
