@@ -392,6 +392,8 @@ struct Case {
     exec: Option<String>,
     /// What fslat reads on standard input (else /dev/null).
     stdin: Option<String>,
+    /// A checker run once fslat traces; it creates the go file itself.
+    check: Option<Vec<String>>,
     stop: Stop,
     timeout: Duration,
     exit: i32,
@@ -406,6 +408,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut args = Vec::new();
     let mut exec = None;
     let mut stdin: Option<String> = None;
+    let mut check: Option<Vec<String>> = None;
     let mut stop = None;
     let mut timeout = None;
     let mut exit = None;
@@ -473,6 +476,11 @@ fn parse_case(text: &str) -> Result<Case, String> {
                     Some(i) => format!("{i}{rest}\n"),
                     None => format!("{rest}\n"),
                 });
+            }
+            "CHECK" => {
+                need("a checker and its arguments")?;
+                once(check.is_some())?;
+                check = Some(rest.split_whitespace().map(String::from).collect());
             }
             "ARGS" => {
                 need("arguments")?;
@@ -554,6 +562,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let name = name.ok_or("no NAME line")?;
     let uses_pid = prog.as_deref().is_some_and(|p| p.contains("$PID"))
         || args.iter().any(|a| a.contains("$PID"))
+        || check.iter().flatten().any(|a| a.contains("$PID"))
         || expects.iter().any(|(l, _)| l.contains("$PID"));
     if uses_pid && workload.is_none() {
         return Err("$PID is used but there is no WORKLOAD".into());
@@ -566,6 +575,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
         args,
         exec,
         stdin,
+        check,
         stop: stop.unwrap_or(Stop::Int),
         timeout: timeout.unwrap_or(Duration::from_secs(60)),
         exit: exit.unwrap_or(0),
@@ -764,6 +774,7 @@ struct Run {
     stdout: String,
     stderr: String,
     workload_out: String,
+    check_out: Option<String>,
 }
 
 impl Run {
@@ -786,6 +797,9 @@ impl Run {
         }
         if self.workload.is_some() {
             outputs.push(("workload stderr", &self.workload_out));
+        }
+        if let Some(out) = &self.check_out {
+            outputs.push(("check output", out));
         }
         for (what, text) in outputs {
             if text.is_empty() {
@@ -870,6 +884,56 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
         }
         sleep(Duration::from_millis(20));
     }
+}
+
+/// Runs a `CHECK` command (from the repository's root) to its end or `deadline`, with
+/// `FSLAT_GO` (the go file: the checker starts the workload when it is ready),
+/// `FSLAT_PID_OF_FSLAT` and `FSLAT_CASE_DIR` set. Returns its output and, if it failed, why.
+fn run_check(
+    argv: &[String],
+    dir: &Path,
+    go: &Path,
+    fslat_pid: u32,
+    deadline: Instant,
+) -> (String, Option<String>) {
+    let out_path = dir.join("check.out");
+    let spawned = (|| -> std::io::Result<Child> {
+        let out = fs::File::create(&out_path)?;
+        Command::new(&argv[0])
+            .args(&argv[1..])
+            .current_dir(MANIFEST_DIR)
+            .env("FSLAT_GO", go)
+            .env("FSLAT_PID_OF_FSLAT", fslat_pid.to_string())
+            .env("FSLAT_CASE_DIR", dir)
+            .stdin(Stdio::null())
+            .stderr(out.try_clone()?)
+            .stdout(out)
+            .spawn()
+    })();
+    let mut child = match spawned {
+        Ok(c) => c,
+        Err(e) => {
+            return (
+                String::new(),
+                Some(format!("cannot start the check {}: {e}", argv[0])),
+            );
+        }
+    };
+    let status = wait_until(&mut child, deadline);
+    if status.is_none() {
+        kill_and_reap(&mut child);
+    }
+    let out = read_lossy(&out_path);
+    let failure = match status {
+        Some(s) if s.success() => None,
+        Some(s) => Some(format!(
+            "the check {} failed ({})",
+            describe(&argv[0], &argv[1..]),
+            describe_status(&s)
+        )),
+        None => Some(format!("the check {} timed out", argv[0])),
+    };
+    (out, failure)
 }
 
 fn read_lossy(p: &Path) -> String {
@@ -1039,8 +1103,16 @@ fn run_case(case: &Case, dir: &Path) -> Run {
 
     let mut workload_status = None;
     if tracing && timed_out.is_none() {
+        if let Some(argv) = &case.check {
+            let argv: Vec<String> = argv.iter().map(|a| subst(a)).collect();
+            let (out, failure) = run_check(&argv, dir, &go, fslat.id(), deadline);
+            run.check_out = Some(out);
+            run.failures.extend(failure);
+        }
         if let Some(w) = workload.as_mut() {
-            if let Err(e) = fs::write(&go, b"") {
+            if !go.exists()
+                && let Err(e) = fs::write(&go, b"")
+            {
                 run.failures
                     .push(format!("cannot create the go file {}: {e}", go.display()));
             }
