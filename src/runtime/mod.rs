@@ -271,7 +271,7 @@ fn snapshot(
                 })
                 .collect();
             aggregations.push(metrics::AggSeries {
-                name: format!("{}_{}", s.label, a.func.name()),
+                name: a.name.clone(),
                 session: s.label.clone(),
                 title: a.title.clone(),
                 func: a.func,
