@@ -18,7 +18,7 @@ const KERNELS: [&str; 2] = ["sid", "bookworm"];
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 const FSLAT: &str = env!("CARGO_BIN_EXE_fslat");
 /// Default for the whole guest run of one kernel (boot, every case, power-off).
-const DEFAULT_VM_TIMEOUT: u64 = 600;
+const DEFAULT_VM_TIMEOUT: u64 = 1200;
 /// Where the guest's cases keep their files (the guest's /tmp is a fresh tmpfs).
 const GUEST_WORK: &str = "/tmp/fslat-kernel";
 /// The last line the guest prints; the host reads the counts from it.

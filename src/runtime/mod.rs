@@ -144,7 +144,10 @@ pub fn run(
         if let Some(board) = &settings.metrics
             && published.elapsed() >= crate::metrics::PUBLISH_EVERY
         {
-            board.publish(snapshot(&obj, program, settings, &st.events, started)?);
+            // A failed read skips one publish; the exporters keep the previous figures.
+            if let Ok(snap) = snapshot(&obj, program, settings, &st.events, started) {
+                board.publish(snap);
+            }
             published = Instant::now();
         }
     }
