@@ -707,10 +707,13 @@ pub fn run_object(
 
     // Exporters are up before anything is loaded: a port in use ends the run here.
     let board = (opts.listen.is_some() || opts.otlp.is_some()).then(crate::metrics::Board::new);
-    if let (Some(addr), Some(board)) = (opts.listen, &board) {
-        crate::metrics::Server::start(addr, std::sync::Arc::clone(board))
-            .map_err(|source| CliError::Listen { addr, source })?;
-    }
+    let _server = match (opts.listen, &board) {
+        (Some(addr), Some(board)) => Some(
+            crate::metrics::Server::start(addr, std::sync::Arc::clone(board))
+                .map_err(|source| CliError::Listen { addr, source })?,
+        ),
+        _ => None,
+    };
     let pusher = match (&opts.otlp, &board) {
         (Some(target), Some(board)) => Some(
             crate::metrics::Pusher::start(

@@ -14,6 +14,7 @@ use prometheus_client::registry::Registry;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
 use std::time::Duration;
 
@@ -154,9 +155,23 @@ fn encode_aggregation(
     Ok(())
 }
 
-/// A `/metrics` server running until fslat exits.
+/// A `/metrics` server, listening until it is dropped (the end of a run: the REPL's next
+/// `:run` can bind the same port again).
 pub struct Server {
     pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    accept: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop; it sees the flag and drops the listener.
+        let _ = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let Some(t) = self.accept.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl Server {
@@ -174,15 +189,24 @@ impl Server {
                 .name("fslat-metrics".into())
                 .spawn(move || serve(&jobs, &board))?;
         }
-        std::thread::Builder::new()
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let accept = std::thread::Builder::new()
             .name("fslat-listen".into())
-            .spawn(move || accept(&listener, &queue))?;
-        Ok(Server { addr })
+            .spawn(move || accept(&listener, &queue, &stopped))?;
+        Ok(Server {
+            addr,
+            stop,
+            accept: Some(accept),
+        })
     }
 }
 
-fn accept(listener: &TcpListener, queue: &SyncSender<TcpStream>) {
+fn accept(listener: &TcpListener, queue: &SyncSender<TcpStream>, stop: &AtomicBool) {
     for stream in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
         let Ok(stream) = stream else { continue };
         match queue.try_send(stream) {
             Ok(()) => {}

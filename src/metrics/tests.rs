@@ -193,3 +193,12 @@ fn server_answers_metrics_and_404_while_clients_that_never_read_hang_on() {
     assert!(started.elapsed() < std::time::Duration::from_secs(4));
     drop(stalled);
 }
+
+#[test]
+fn a_dropped_server_frees_its_port() {
+    let server = Server::start("127.0.0.1:0".parse().unwrap(), Board::new()).unwrap();
+    let addr = server.addr;
+    drop(server);
+    let again = Server::start(addr, Board::new()).expect("the port is free again");
+    assert!(get(again.addr, "/metrics").starts_with("HTTP/1.1 200 OK\r\n"));
+}
