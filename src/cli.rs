@@ -108,6 +108,11 @@ pub struct RunArgs {
     /// end (http://HOST:PORT[/PATH]; no path means /v1/metrics)
     #[arg(long, value_name = "URL", value_parser = parse_otlp)]
     pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
+
+    /// Refuse a session whose names and globs match more than N functions
+    #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MAX_FUNCTIONS,
+          value_parser = parse_max_functions)]
+    pub max_functions: usize,
 }
 
 fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -121,6 +126,14 @@ fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
 
 fn parse_otlp(s: &str) -> Result<Box<crate::metrics::OtlpTarget>, String> {
     crate::metrics::OtlpTarget::parse(s).map(Box::new)
+}
+
+fn parse_max_functions(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ if s.is_empty() => Err("the value is empty".into()),
+        _ => Err(format!("`{s}` is not a number of functions (1 or more)")),
+    }
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -541,8 +554,20 @@ pub fn compile_script(
     text: &str,
     kernel: &dyn KernelTypes,
     mode: Mode,
+    opts: crate::check::Options,
 ) -> Result<(Program, String), CliError> {
-    crate::compile(text, kernel, mode).map_err(script_error(name, text))
+    let (program, c) =
+        crate::compile_with(text, kernel, mode, opts).map_err(script_error(name, text))?;
+    Ok((program, c))
+}
+
+/// With -v: the functions a session's globs matched but that cannot be traced.
+fn report_skipped(program: &Program) {
+    for s in &program.sessions {
+        for (func, why) in &s.skipped {
+            eprintln!("fslat: {}: skipping `{func}`: {why}", s.label);
+        }
+    }
 }
 
 /// Turns a stage's diagnostics into the error that prints them, rendered against `name`.
@@ -586,7 +611,14 @@ fn run(args: &Args) -> Result<(), CliError> {
     }
     let kernel = load_kernel_types(args.run.btf.as_ref())?;
     let mode = resolve_mode(args.run.mode, &kernel)?;
-    let (program, c) = compile_script(&name, &text, &kernel, mode)?;
+    let opts = crate::check::Options {
+        max_functions: args.run.max_functions,
+        traceable: None,
+    };
+    let (program, c) = compile_script(&name, &text, &kernel, mode, opts)?;
+    if args.run.verbose {
+        report_skipped(&program);
+    }
     interrupted()?;
 
     match args.emit {
@@ -642,6 +674,8 @@ fn warm_start(text: &str, opts: &RunArgs) -> Option<(crate::build::cache::Cache,
         env!("CARGO_PKG_VERSION").as_bytes(),
         format!("{} {}.{}", exe.size(), exe.mtime(), exe.mtime_nsec()).as_bytes(),
         format!("{:?}", opts.mode).as_bytes(),
+        // The function limit decides whether a script checks at all.
+        format!("{}", opts.max_functions).as_bytes(),
         btf_path.as_os_str().as_encoded_bytes(),
         format!("{} {}", btf.size(), btf.mtime()).as_bytes(),
         &field(&uts.release),

@@ -115,6 +115,26 @@ pub enum DiagKind {
     ByValueStruct {
         ty: String,
     },
+    NoFunctionMatches {
+        pattern: String,
+    },
+    TooManyFunctions {
+        count: usize,
+        max: usize,
+    },
+    NotInEveryFunction {
+        name: String,
+        func: String,
+        /// A function of the session that has it, if any.
+        other: Option<String>,
+    },
+    OtherTypeInFunction {
+        name: String,
+        func: String,
+        ty: String,
+        first_func: String,
+        first_ty: String,
+    },
 }
 
 impl DiagKind {
@@ -198,6 +218,29 @@ impl DiagKind {
                     "this parameter is a struct passed by value (`{ty}`); fslat reads fields through pointers only"
                 )
             }
+            NoFunctionMatches { pattern } => {
+                format!("no traceable kernel function matches `{pattern}`")
+            }
+            TooManyFunctions { count, max } => {
+                format!("this session matches {count} functions, more than --max-functions ({max})")
+            }
+            NotInEveryFunction { name, func, other } => match other {
+                Some(o) => format!(
+                    "`{name}` is not a parameter of every function of this session: `{o}` has it, `{func}` does not"
+                ),
+                None => format!(
+                    "`{name}` is not a parameter of `{func}` (nor of the session's other functions)"
+                ),
+            },
+            OtherTypeInFunction {
+                name,
+                func,
+                ty,
+                first_func,
+                first_ty,
+            } => format!(
+                "`{name}` has another type in `{func}` (`{ty}`) than in `{first_func}` (`{first_ty}`)"
+            ),
         }
     }
 }

@@ -34,8 +34,18 @@ pub fn compile(
     kernel: &dyn KernelTypes,
     mode: Mode,
 ) -> Result<(Program, String), Vec<Diagnostic>> {
+    compile_with(source, kernel, mode, check::Options::default())
+}
+
+/// `compile` with the checker's options (the function limit, the traceable functions).
+pub fn compile_with(
+    source: &str,
+    kernel: &dyn KernelTypes,
+    mode: Mode,
+    opts: check::Options,
+) -> Result<(Program, String), Vec<Diagnostic>> {
     let ast = syntax::parse(source)?;
-    let program = check::check(&ast, source, kernel)?;
+    let program = check::check_with(&ast, source, kernel, opts)?;
     let c = codegen::generate(&program, mode);
     Ok((program, c))
 }

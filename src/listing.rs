@@ -117,6 +117,11 @@ impl Traceable {
             .is_ok()
     }
 
+    /// Why `name` cannot be traced, or `None` when nothing rules it out.
+    pub fn why_not(&self, name: &str) -> Option<&'static str> {
+        why_not(name, self.ftrace.as_ref())
+    }
+
     /// Whether ftrace's own list was consulted.
     pub fn ftrace_checked(&self) -> bool {
         self.ftrace.is_some()
@@ -175,7 +180,7 @@ pub fn glob_match(glob: &str, name: &str) -> bool {
     g[gi..].iter().all(|&c| c == '*')
 }
 
-fn is_glob(s: &str) -> bool {
+pub fn is_glob(s: &str) -> bool {
     s.contains(['*', '?'])
 }
 
@@ -243,22 +248,29 @@ pub fn list(
         }
         return Ok(());
     }
-    let mut found = false;
+    let mut found = 0usize;
     for name in traceable
         .names()
         .iter()
         .filter(|n| glob.is_none_or(|g| glob_match(g, n)))
     {
-        found = true;
+        found += 1;
         match kernel.function(name).filter(|_| signatures) {
             Some(sig) => writeln!(out, "{}", signature(kernel, &sig))?,
             None => writeln!(out, "{name}")?,
         }
     }
-    if !found {
+    if found == 0 {
         return Err(ListError::NoMatch(glob.unwrap_or("*").to_string()));
     }
     out.flush()?;
+    // On standard error, so the list itself stays one name a line.
+    let (noun, verb) = if found == 1 {
+        ("function", "matches")
+    } else {
+        ("functions", "match")
+    };
+    eprintln!("{found} {noun} {verb} `{}`", glob.unwrap_or("*"));
     Ok(())
 }
 

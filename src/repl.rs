@@ -143,8 +143,22 @@ impl Repl {
     /// A script typed at the prompt: checked now, and kept as the current script if clean.
     fn enter(&mut self, text: &str) -> Result<(), ReplError> {
         let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
-        let (program, _) = cli::compile_script("<input>", text, self.kernel.as_ref(), mode)?;
-        let labels: Vec<&str> = program.sessions.iter().map(|s| s.label.as_str()).collect();
+        let (program, _) = cli::compile_script(
+            "<input>",
+            text,
+            self.kernel.as_ref(),
+            mode,
+            self.check_opts(),
+        )?;
+        let labels: Vec<String> = program
+            .sessions
+            .iter()
+            .map(|s| match s.targets.len() {
+                _ if !s.several => s.label.clone(),
+                1 => format!("{}: 1 function", s.label),
+                n => format!("{}: {n} functions", s.label),
+            })
+            .collect();
         eprintln!(
             "ok: {} ({}). :run to trace, :c for its C.",
             labels.join(", "),
@@ -181,8 +195,22 @@ impl Repl {
     ) -> Result<(crate::check::program::Program, String, crate::codegen::Mode), ReplError> {
         let text = self.script.as_deref().ok_or(ReplError::NoScript)?;
         let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
-        let (program, c) = cli::compile_script("<input>", text, self.kernel.as_ref(), mode)?;
+        let (program, c) = cli::compile_script(
+            "<input>",
+            text,
+            self.kernel.as_ref(),
+            mode,
+            self.check_opts(),
+        )?;
         Ok((program, c, mode))
+    }
+
+    /// The checker's options: the command line's function limit, the functions listed.
+    fn check_opts(&self) -> crate::check::Options {
+        crate::check::Options {
+            max_functions: self.opts.max_functions,
+            traceable: Some(Rc::clone(&self.functions)),
+        }
     }
 
     fn show_c(&self) -> Result<(), ReplError> {

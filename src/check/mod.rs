@@ -1,8 +1,11 @@
 //! Stage 2: AST → checked program. Resolves names against the kernel's types, types every
 //! expression, splits `where` into entry and return phases, and fixes each event schema.
 
+mod functions;
 mod names;
 pub mod program;
+
+pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};
 
 use crate::btf::{KType, KernelTypes, TypeId};
 use crate::diag::{DiagKind, Diagnostic, closest};
@@ -28,6 +31,7 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("cgroup", Builtin::Cgroup),
     ("ts", Builtin::Ts),
     ("latency", Builtin::Latency),
+    ("func", Builtin::Func),
 ];
 
 /// Names a user may write besides parameters, for hints and completion.
@@ -40,6 +44,15 @@ pub fn check(
     source: &str,
     kernel: &dyn KernelTypes,
 ) -> Result<Program, Vec<Diagnostic>> {
+    check_with(script, source, kernel, Options::default())
+}
+
+pub fn check_with(
+    script: &ast::Script,
+    source: &str,
+    kernel: &dyn KernelTypes,
+    opts: Options,
+) -> Result<Program, Vec<Diagnostic>> {
     let mut cx = Checker {
         kernel,
         source,
@@ -49,20 +62,23 @@ pub fn check(
         next_agg: 0,
         uses_path: false,
         agg_names: names::Names::default(),
+        opts,
+        shared: Vec::new(),
     };
+    let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
     let mut per_func: HashMap<&str, usize> = HashMap::new();
-    for s in &script.sessions {
-        *per_func.entry(s.func.name.as_str()).or_default() += 1;
+    for l in &lists {
+        *per_func.entry(l.as_str()).or_default() += 1;
     }
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut sessions = Vec::new();
-    for (index, s) in script.sessions.iter().enumerate() {
-        let n = seen.entry(s.func.name.as_str()).or_default();
+    for (index, (s, list)) in script.sessions.iter().zip(&lists).enumerate() {
+        let n = seen.entry(list.as_str()).or_default();
         *n += 1;
-        let label = if per_func[s.func.name.as_str()] > 1 {
-            format!("{}#{}", s.func.name, n)
+        let label = if per_func[list.as_str()] > 1 {
+            format!("{list}#{n}")
         } else {
-            s.func.name.clone()
+            list.clone()
         };
         if let Some(checked) = cx.session(index, label, s) {
             sessions.push(checked);
@@ -90,12 +106,23 @@ struct Checker<'k> {
     next_agg: usize,
     uses_path: bool,
     agg_names: names::Names,
+    opts: Options,
+    /// A several-function session's parameters so far, with their slot in each function.
+    shared: Vec<(Param, Vec<usize>)>,
 }
 
 /// What names mean inside one session.
 struct Scope<'a> {
     func: &'a crate::btf::FuncSig,
     params: &'a [Param],
+    /// Every function of the session (`func` is the first).
+    funcs: &'a [crate::btf::FuncSig],
+    /// Each function's own parameters.
+    per_func: &'a [Vec<Param>],
+    /// Written as a list or a glob: names resolve against every function.
+    several: bool,
+    /// Room for `func`'s value: the longest name and its NUL.
+    func_cap: u32,
 }
 
 /// Marks a failed check whose diagnostic is already recorded.
@@ -115,76 +142,43 @@ impl<'k> Checker<'k> {
     }
 
     fn session(&mut self, index: usize, label: String, s: &ast::Session) -> Option<Session> {
-        let Some(func) = self.kernel.function(&s.func.name) else {
-            let names = self.kernel.function_names();
-            let mut d = Diagnostic::new(
-                s.func.span.clone(),
-                DiagKind::UnknownFunction {
-                    name: s.func.name.clone(),
-                },
-            );
-            let near = closest(&s.func.name, names.iter().map(String::as_str));
-            if !near.is_empty() {
-                d = d.hint(format!("did you mean {}?", quote_list(&near)));
-            }
-            d = d.hint("`fslat -l 'PATTERN*'` lists the functions this kernel can trace");
-            self.error_with(d);
-            return None;
-        };
-        if let Some(reason) = self.untraceable(&func) {
-            self.error(
-                s.func.span.clone(),
-                DiagKind::Untraceable {
-                    func: func.name.clone(),
-                    reason,
-                },
-            );
-            return None;
+        let several = functions::is_several(s);
+        let (funcs, skipped) = self.functions(s)?;
+        let func = funcs[0].clone();
+        let mut per_func = Vec::new();
+        let mut ret_slots = Vec::new();
+        for f in &funcs {
+            let (params, ret_slot) = self.params_of(f);
+            per_func.push(params);
+            ret_slots.push(ret_slot);
         }
-        let mut slot = 0;
-        let params: Vec<Param> = func
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| Param {
-                slot: {
-                    let at = slot;
-                    // The trampoline passes a struct of up to 16 bytes in two registers.
-                    slot += match self.kernel.resolve(p.ty) {
-                        KType::Struct { size, .. } => (size as usize).div_ceil(8).max(1),
-                        _ => 1,
-                    };
-                    at
-                },
-                name: if p.name.is_empty() {
-                    format!("arg{i}")
-                } else {
-                    p.name.clone()
-                },
-                type_name: self.kernel.type_name(p.ty),
-                ty: self.value_type(p.ty).unwrap_or(Ty::Int(Scalar {
-                    size: 8,
-                    signed: false,
-                })),
-            })
-            .collect();
-        let ret = match self.kernel.resolve(func.ret) {
-            KType::Void => None,
-            KType::Int { size, signed, .. } | KType::Enum { size, signed } if size <= 8 => {
-                Some(Scalar {
-                    size: size as u8,
-                    signed,
-                })
-            }
-            // Pointers and anything else are carried as 64-bit unsigned.
-            _ => Some(Scalar {
-                size: 8,
-                signed: false,
-            }),
+        self.shared = if several {
+            Self::common_params(&per_func)
+        } else {
+            per_func[0]
+                .iter()
+                .map(|p| (p.clone(), vec![p.slot]))
+                .collect()
         };
+        let params: Vec<Param> = self.shared.iter().map(|(p, _)| p.clone()).collect();
+        let slot = ret_slots[0];
+        let ret = if several && !self.has_shared_ret(&funcs) {
+            None
+        } else {
+            self.ret_scalar(&func)
+        };
+        let func_cap = funcs
+            .iter()
+            .map(|f| f.name.len() as u32 + 1)
+            .max()
+            .unwrap_or(1);
         let scope = Scope {
             func: &func,
             params: &params,
+            funcs: &funcs,
+            per_func: &per_func,
+            several,
+            func_cap,
         };
 
         let (entry_filter, return_filter) = match &s.predicate {
@@ -218,17 +212,21 @@ impl<'k> Checker<'k> {
                 }
             }
         }
+        let targets = self.targets(&funcs, &ret_slots);
         Some(Session {
             index,
             label,
             func: func.name.clone(),
             ret_slot: slot,
-            params,
+            params: self.shared.iter().map(|(p, _)| p.clone()).collect(),
             ret,
             entry_filter,
             return_filter,
             event,
             aggregations,
+            targets,
+            several,
+            skipped,
         })
     }
 
@@ -336,6 +334,9 @@ impl<'k> Checker<'k> {
         if let Some((_, b)) = BUILTINS.iter().find(|(n, _)| *n == name) {
             let ty = match b {
                 Builtin::Comm => Ty::Str { cap: COMM_CAP },
+                Builtin::Func => Ty::Str {
+                    cap: scope.func_cap,
+                },
                 Builtin::Latency => Ty::Duration,
                 Builtin::Cgroup | Builtin::Ts => Ty::Int(Scalar {
                     size: 8,
@@ -353,6 +354,11 @@ impl<'k> Checker<'k> {
         }
         if name == "ret" {
             return self.ret(scope, span);
+        }
+        if scope.several {
+            let index = self.shared_param(scope, name, span.clone())?;
+            let raw = self.shared_param_type(scope, index);
+            return self.param_value(index, raw, span);
         }
         let by_name = scope.params.iter().position(|p| p.name == name);
         let by_pos = name
@@ -397,8 +403,12 @@ impl<'k> Checker<'k> {
                 return Err(self.error_with(d));
             }
         };
-        let p = &scope.params[index];
         let raw = scope.func.params[index].ty;
+        self.param_value(index, raw, span)
+    }
+
+    /// Parameter `index` of the session, of BTF type `raw`, as a value.
+    fn param_value(&mut self, index: usize, raw: TypeId, span: Span) -> Checked<Expr> {
         match self.value_type(raw) {
             Some(Ty::Str { cap }) => Ok(Expr {
                 ty: Ty::Str { cap },
@@ -417,13 +427,16 @@ impl<'k> Checker<'k> {
             None => Err(self.error(
                 span,
                 DiagKind::Unreadable {
-                    ty: p.type_name.clone(),
+                    ty: self.kernel.type_name(raw),
                 },
             )),
         }
     }
 
     fn ret(&mut self, scope: &Scope, span: Span) -> Checked<Expr> {
+        if scope.several {
+            self.shared_ret(scope, span.clone())?;
+        }
         let ret = scope.func.ret;
         if matches!(self.kernel.resolve(ret), KType::Void) {
             return Err(self.error(
@@ -926,6 +939,10 @@ impl<'k> Checker<'k> {
                 size: 4,
                 signed: false,
             });
+            if scope.several {
+                let cap = scope.func_cap;
+                fields.push(("func".into(), 0..0, builtin(Builtin::Func, Ty::Str { cap })));
+            }
             fields.push((
                 "comm".into(),
                 0..0,
@@ -933,7 +950,7 @@ impl<'k> Checker<'k> {
             ));
             fields.push(("tgid".into(), 0..0, builtin(Builtin::Tgid, u32t.clone())));
             fields.push(("pid".into(), 0..0, builtin(Builtin::Pid, u32t)));
-            let reserved = ["comm", "tgid", "pid", "ret", "latency"];
+            let reserved = ["comm", "tgid", "pid", "ret", "latency", "func"];
             for (i, p) in scope.params.iter().enumerate() {
                 if !matches!(p.ty, Ty::Int(_) | Ty::Bool) {
                     continue;

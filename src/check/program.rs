@@ -34,6 +34,26 @@ pub struct Session {
     pub return_filter: Option<Expr>,
     pub event: Option<EventSchema>,
     pub aggregations: Vec<Aggregation>,
+    /// The functions the session traces, in the order of its list (a glob's matches
+    /// sorted); one for `session vfs_read`.
+    pub targets: Vec<Target>,
+    /// Written as a list or with a glob: `func` leads the default event and the summary
+    /// counts the functions, however many matched.
+    pub several: bool,
+    /// Functions a glob matched that cannot be traced, with the reason (`-v` names them).
+    pub skipped: Vec<(String, String)>,
+}
+
+/// One function of a session, with where the session's parameters sit in its context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub func: String,
+    /// For each of the session's `params`, its slot in this function's context.
+    pub slots: Vec<usize>,
+    /// Where `ret` sits (after the parameters' slots).
+    pub ret_slot: usize,
+    /// `None` for void functions.
+    pub ret: Option<Scalar>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -153,6 +173,8 @@ pub enum Builtin {
     Cgroup,
     Ts,
     Latency,
+    /// The name of the function the call is in.
+    Func,
 }
 
 impl Expr {

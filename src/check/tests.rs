@@ -137,3 +137,37 @@ fn not_is_pushed_inward_so_entry_decides_what_it_can() {
         );
     }
 }
+
+#[test]
+fn a_list_gets_one_target_per_function_with_each_parameters_slot() {
+    let s = session("session vfs_read, vfs_write, vfs_read { emit func, count, ret }");
+    assert!(s.several);
+    assert_eq!(s.label, "vfs_read,vfs_write,vfs_read");
+    let funcs: Vec<&str> = s.targets.iter().map(|t| t.func.as_str()).collect();
+    assert_eq!(
+        funcs,
+        ["vfs_read", "vfs_write"],
+        "each function once, in list order"
+    );
+    assert_eq!(event_names(&s), ["func", "count", "ret"]);
+    let count = s
+        .params
+        .iter()
+        .position(|p| p.name == "count")
+        .expect("count is shared");
+    assert!(
+        s.targets
+            .iter()
+            .all(|t| t.slots[count] == 2 && t.ret_slot == 4)
+    );
+}
+
+#[test]
+fn func_is_a_string_as_long_as_the_longest_name() {
+    let s = session("session vfs_read, do_sys_openat2 { count() by func }");
+    let key = &s.aggregations[0].keys[0];
+    assert_eq!(key.kind, FieldKind::Str { cap: 15 });
+    let one = session("session vfs_read { emit func }");
+    assert_eq!(event_names(&one), ["func"]);
+    assert!(!one.several);
+}

@@ -11,6 +11,8 @@ use std::collections::HashSet;
 
 pub struct Phase<'p> {
     session: &'p Session,
+    /// The function this program is for.
+    target: &'p Target,
     at_return: bool,
     lines: Vec<String>,
     declared: HashSet<String>,
@@ -18,17 +20,18 @@ pub struct Phase<'p> {
 }
 
 impl<'p> Phase<'p> {
-    pub fn entry(session: &'p Session) -> Self {
-        Self::new(session, false)
+    pub fn entry(session: &'p Session, target: &'p Target) -> Self {
+        Self::new(session, target, false)
     }
 
-    pub fn ret(session: &'p Session) -> Self {
-        Self::new(session, true)
+    pub fn ret(session: &'p Session, target: &'p Target) -> Self {
+        Self::new(session, target, true)
     }
 
-    fn new(session: &'p Session, at_return: bool) -> Self {
+    fn new(session: &'p Session, target: &'p Target, at_return: bool) -> Self {
         Phase {
             session,
+            target,
             at_return,
             lines: Vec::new(),
             declared: HashSet::new(),
@@ -65,11 +68,11 @@ impl<'p> Phase<'p> {
     }
 
     pub fn ret_value(&mut self) -> String {
-        let ty = match self.session.ret {
+        let ty = match self.target.ret {
             Some(s) => c_int(u32::from(s.size), s.signed),
             None => "__u64",
         };
-        let slot = self.session.ret_slot;
+        let slot = self.target.ret_slot;
         self.declare("fslat_ret", || {
             format!("{ty} fslat_ret = ({ty})ctx[{slot}];")
         })
@@ -82,7 +85,7 @@ impl<'p> Phase<'p> {
             Ty::Bool => "__u8",
             _ => "__u64",
         };
-        let slot = p.slot;
+        let slot = self.target.slots[i];
         let name = format!("fslat_arg{i}");
         self.declare(&name, || format!("{ty} {name} = ({ty})ctx[{slot}];"))
     }
@@ -102,8 +105,8 @@ impl<'p> Phase<'p> {
                 });
                 format!("({now} - fslat_start)")
             }
-            Builtin::Comm => {
-                unreachable!("comm is a string: strings go through string_ref or store")
+            Builtin::Comm | Builtin::Func => {
+                unreachable!("comm and func are strings: strings go through string_ref or store")
             }
         }
     }
@@ -211,6 +214,9 @@ impl<'p> Phase<'p> {
         if let ExprKind::Str(bytes) = &e.kind {
             return c_string(bytes);
         }
+        if e.kind == ExprKind::Builtin(Builtin::Func) {
+            return c_string(self.target.func.as_bytes());
+        }
         let Ty::Str { cap } = e.ty else {
             unreachable!("string_ref takes strings")
         };
@@ -225,6 +231,11 @@ impl<'p> Phase<'p> {
     fn fill_string(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
         match &e.kind {
             ExprKind::Builtin(Builtin::Comm) => format!("bpf_get_current_comm({dst}, {cap});"),
+            ExprKind::Builtin(Builtin::Func) => {
+                let name = self.target.func.as_bytes();
+                let n = (name.len() + 1).min(cap as usize);
+                format!("__builtin_memcpy({dst}, {}, {n});", c_string(name))
+            }
             ExprKind::Str(bytes) => {
                 let n = (bytes.len() + 1).min(cap as usize);
                 format!("__builtin_memcpy({dst}, {}, {n});", c_string(bytes))

@@ -113,6 +113,9 @@ struct AggMapData {
 #[derive(Serialize)]
 struct SessionData {
     index: usize,
+    /// Names this program and its maps: the session index, then `_T` for target T of a
+    /// several-function session.
+    prog: String,
     label: String,
     func: String,
     inflight: u32,
@@ -159,7 +162,16 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             .flat_map(|s| &s.aggregations)
             .map(agg_map_data)
             .collect(),
-        sessions: program.sessions.iter().map(session_data).collect(),
+        sessions: program
+            .sessions
+            .iter()
+            .flat_map(|s| {
+                s.targets
+                    .iter()
+                    .enumerate()
+                    .map(move |t| session_data(s, t))
+            })
+            .collect(),
     };
     TEMPLATES
         .render("program", &data)
@@ -221,13 +233,13 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
     }
 }
 
-fn session_data(s: &Session) -> SessionData {
-    let mut entry = Phase::entry(s);
+fn session_data(s: &Session, (t, target): (usize, &Target)) -> SessionData {
+    let mut entry = Phase::entry(s, target);
     let entry_filter = s.entry_filter.as_ref().map(|f| entry.expr(f));
     let entry_time_early = entry.uses_start();
 
-    let mut ret = Phase::ret(s);
-    let error_check = match s.ret {
+    let mut ret = Phase::ret(s, target);
+    let error_check = match target.ret {
         Some(Scalar { signed: true, .. }) => Some(format!("{} < 0", ret.ret_value())),
         _ => None,
     };
@@ -250,8 +262,13 @@ fn session_data(s: &Session) -> SessionData {
 
     SessionData {
         index: s.index,
+        prog: if s.several {
+            format!("{}_{t}", s.index)
+        } else {
+            s.index.to_string()
+        },
         label: s.label.clone(),
-        func: s.func.clone(),
+        func: target.func.clone(),
         inflight: INFLIGHT_ENTRIES,
         entry_time_early,
         entry_lines: entry.take_lines(),

@@ -18,6 +18,7 @@ fn snapshot() -> Snapshot {
             events: 3,
             unpaired: 0,
             agg_lost: Some(4),
+            functions: None,
         }],
         aggregations: vec![
             AggSeries {

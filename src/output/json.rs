@@ -75,6 +75,9 @@ impl<W: Write> Writer for JsonWriter<W> {
         if let Some(lost) = s.agg_lost {
             v["agg_lost"] = json!(lost);
         }
+        if let Some(n) = s.functions {
+            v["functions"] = json!(n);
+        }
         self.line(&v)
     }
 

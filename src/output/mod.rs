@@ -50,6 +50,8 @@ pub struct Summary {
     pub unpaired: u64,
     /// `None` when the session has no aggregations.
     pub agg_lost: Option<u64>,
+    /// How many functions a session of several traces; `None` for one function.
+    pub functions: Option<usize>,
 }
 
 /// One aggregation's result: rows of (key values, value).

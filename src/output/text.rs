@@ -167,6 +167,9 @@ impl<W: Write> Writer for TextWriter<W> {
         if let Some(lost) = s.agg_lost {
             let _ = write!(line, " agg_lost={lost}");
         }
+        if let Some(n) = s.functions {
+            let _ = write!(line, " functions={n}");
+        }
         line.push('\n');
         self.out.write_all(line.as_bytes())
     }

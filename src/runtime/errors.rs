@@ -125,9 +125,11 @@ pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
             || l.contains("too many arguments")
             || l.contains("has more than")
     }) {
-        let func = logged_session(&log, program)
-            .and_then(|label| program.sessions.iter().find(|s| s.label == label))
-            .map_or_else(|| "this function".to_string(), |s| s.func.clone());
+        let func = log
+            .lines()
+            .find_map(|l| l.split("prog '").nth(1)?.split('\'').next())
+            .and_then(|p| function_of_prog(program, p))
+            .unwrap_or_else(|| "this function".to_string());
         return RuntimeError::Untraceable {
             func,
             reason: line.trim().to_string(),
@@ -163,24 +165,37 @@ fn logged_session(log: &str, program: &Program) -> Option<String> {
         .map(|p| session_of_prog(program, p))
 }
 
-/// `fslat_session_0` / `fslat_entry_0` → the session's label.
+/// `fslat_session_0` / `fslat_entry_0` / `fslat_exit_3_7` → the session and, after it,
+/// the target's index (0 for a one-function session).
+fn indexes_of_prog(prog: &str) -> Option<(usize, usize)> {
+    let mut parts = prog.split('_').skip(2);
+    let session = parts.next()?.parse().ok()?;
+    let target = parts.next().map_or(Some(0), |t| t.parse().ok())?;
+    Some((session, target))
+}
+
+/// The session's label for a program's name.
 fn session_of_prog(program: &Program, prog: &str) -> String {
-    prog.rsplit('_')
-        .next()
-        .and_then(|i| i.parse::<usize>().ok())
-        .and_then(|i| program.sessions.get(i))
+    indexes_of_prog(prog)
+        .and_then(|(i, _)| program.sessions.get(i))
         .map_or_else(|| prog.to_string(), |s| s.label.clone())
+}
+
+/// The kernel function a program's name is for.
+fn function_of_prog(program: &Program, prog: &str) -> Option<String> {
+    let (i, t) = indexes_of_prog(prog)?;
+    let s = program.sessions.get(i)?;
+    Some(
+        s.targets
+            .get(t)
+            .map_or_else(|| s.func.clone(), |t| t.func.clone()),
+    )
 }
 
 pub fn attach_error(e: libbpf_rs::Error, program: &Program, prog: &str) -> RuntimeError {
     if errno(&e) == libc::EPERM {
         return RuntimeError::TracingForbidden;
     }
-    let label = session_of_prog(program, prog);
-    let func = program
-        .sessions
-        .iter()
-        .find(|s| s.label == label)
-        .map_or(label, |s| s.func.clone());
+    let func = function_of_prog(program, prog).unwrap_or_else(|| session_of_prog(program, prog));
     RuntimeError::Attach { func, source: e }
 }

@@ -156,9 +156,18 @@ pub fn run(
         .sessions
         .iter()
         .filter_map(|s| {
+            // One map per function: `fslat_starts_I`, or `fslat_starts_I_T` for several.
             let name = format!("fslat_starts_{}", s.index);
-            let map = obj.maps().find(|m| m.name().to_string_lossy() == name)?;
-            Some((s.label.clone(), map.keys().count()))
+            let prefix = format!("{name}_");
+            let maps: Vec<_> = obj
+                .maps()
+                .filter(|m| {
+                    let n = m.name().to_string_lossy();
+                    n == name || n.starts_with(&prefix)
+                })
+                .collect();
+            (!maps.is_empty())
+                .then(|| (s.label.clone(), maps.iter().map(|m| m.keys().count()).sum()))
         })
         .collect();
     if settings.verbose {
@@ -241,6 +250,7 @@ fn summaries(
             dropped: sum[3],
             unpaired: sum[4],
             agg_lost: (!s.aggregations.is_empty()).then_some(sum[5]),
+            functions: s.several.then_some(s.targets.len()),
             events: events[s.index],
         });
     }

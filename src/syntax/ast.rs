@@ -9,7 +9,10 @@ pub struct Script {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
+    /// The first name or glob after `session`.
     pub func: Ident,
+    /// Every name or glob of the list, `func` first (`session vfs_read, vfs_write`).
+    pub funcs: Vec<Ident>,
     pub predicate: Option<Expr>,
     /// `None` when the session has no block: the actions are then `{ emit }`.
     pub actions: Option<Vec<Action>>,

@@ -55,19 +55,23 @@ fn ident(pair: Pair<Rule>) -> Ident {
 
 fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
     let whole = span(&pair);
-    let mut func = None;
+    let mut funcs = Vec::new();
     let mut predicate = None;
     let mut actions = None;
     for p in pair.into_inner() {
         match p.as_rule() {
-            Rule::func_name => func = Some(ident(p)),
+            Rule::func_name => funcs.push(ident(p)),
             Rule::pred => predicate = Some(expr(p, errors)),
             Rule::block => actions = Some(block(p, errors)),
             _ => {}
         }
     }
     Session {
-        func: func.expect("the grammar requires a function name"),
+        func: funcs
+            .first()
+            .cloned()
+            .expect("the grammar requires a function name"),
+        funcs,
         predicate,
         actions,
         span: whole,

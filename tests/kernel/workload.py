@@ -106,6 +106,17 @@ def slow_pipe_write(delay_ms):
     os.waitpid(pid, 0)
 
 
+def reads_and_writes(reads, writes):
+    """Exactly `writes` one-byte pwrites, then `reads` one-byte preads, of a file that
+    needs no write to create (O_TMPFILE): one vfs_write and one vfs_read call each."""
+    fd = os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+    for i in range(writes):
+        os.pwrite(fd, b"x", i % 64)
+    for i in range(reads):
+        os.pread(fd, 1, i % max(writes, 1))
+    os.close(fd)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--go", help="start once this file exists")
@@ -127,6 +138,9 @@ def main():
     s.add_argument("--delay-ms", type=int, default=50)
     s = sub.add_parser("open", help="create PATH, then open it for reading")
     s.add_argument("path")
+    s = sub.add_parser("read-write", help="R one-byte reads and W one-byte writes of a file")
+    s.add_argument("reads", type=int)
+    s.add_argument("writes", type=int)
     s = sub.add_parser("sleep", help="just wait, reading nothing")
     s.add_argument("seconds", type=float)
     a = p.parse_args()
@@ -167,6 +181,8 @@ def main():
             pass
         fd = os.open(a.path, os.O_RDONLY)
         os.close(fd)
+    elif a.what == "read-write":
+        reads_and_writes(a.reads, a.writes)
     elif a.what == "sleep":
         time.sleep(a.seconds)
 

@@ -1,0 +1,405 @@
+//! Which kernel functions a session traces: its list of names and globs expanded against
+//! the kernel (the same matching and traceability as `fslat -l`), and what names mean in a
+//! session of several functions — a parameter, `argN` or `ret` only where every function
+//! has it with the same type.
+
+use super::program::{Param, Scalar, Target, Ty};
+use super::{Checked, Checker, Scope, quote_list};
+use crate::btf::{FuncSig, KType};
+use crate::diag::{DiagKind, Diagnostic, closest};
+use crate::listing::{Traceable, glob_match, is_glob};
+use crate::syntax::ast::{self, Span};
+use std::collections::HashSet;
+use std::rc::Rc;
+
+/// Functions one session may trace unless `--max-functions` says otherwise.
+pub const DEFAULT_MAX_FUNCTIONS: usize = 1000;
+
+/// What the checker takes besides the script and the kernel's types.
+#[derive(Clone)]
+pub struct Options {
+    /// More functions than this in one session is an error.
+    pub max_functions: usize,
+    /// The kernel's traceable functions; read from the running kernel when `None`.
+    pub traceable: Option<Rc<Traceable>>,
+}
+
+/// A function a glob matched that cannot be traced, and why.
+pub type Skipped = (String, String);
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            max_functions: DEFAULT_MAX_FUNCTIONS,
+            traceable: None,
+        }
+    }
+}
+
+/// Whether `session LIST` names several functions: a list, or any glob (however many
+/// functions it matches).
+pub fn is_several(s: &ast::Session) -> bool {
+    s.funcs.len() > 1 || s.funcs.iter().any(|f| is_glob(&f.name))
+}
+
+/// The session's label: its list as written, without the spaces.
+pub fn list_label(s: &ast::Session) -> String {
+    s.funcs
+        .iter()
+        .map(|f| f.name.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl Checker<'_> {
+    fn traceable(&mut self) -> Rc<Traceable> {
+        let kernel = self.kernel;
+        Rc::clone(
+            self.opts
+                .traceable
+                .get_or_insert_with(|| Rc::new(Traceable::new(kernel))),
+        )
+    }
+
+    /// The functions `s` names, in order, each once; and the glob matches skipped as
+    /// untraceable, with why. `None` when a diagnostic was recorded.
+    pub(super) fn functions(&mut self, s: &ast::Session) -> Option<(Vec<FuncSig>, Vec<Skipped>)> {
+        let mut funcs: Vec<FuncSig> = Vec::new();
+        let mut skipped = Vec::new();
+        let mut seen = HashSet::new();
+        let mut failed = false;
+        for item in &s.funcs {
+            if !is_glob(&item.name) {
+                match self.exact_function(item) {
+                    Some(f) if seen.insert(f.name.clone()) => funcs.push(f),
+                    Some(_) => {}
+                    None => failed = true,
+                }
+                continue;
+            }
+            let traceable = self.traceable();
+            let mut found = 0;
+            let mut untraceable = Vec::new();
+            for name in self.kernel.function_names() {
+                if !glob_match(&item.name, &name) {
+                    continue;
+                }
+                let why = match traceable.why_not(&name) {
+                    Some(why) => Some(why.to_string()),
+                    None => self
+                        .kernel
+                        .function(&name)
+                        .and_then(|f| self.untraceable(&f)),
+                };
+                if let Some(why) = why {
+                    untraceable.push((name, why));
+                    continue;
+                }
+                found += 1;
+                if seen.insert(name.clone())
+                    && let Some(f) = self.kernel.function(&name)
+                {
+                    funcs.push(f);
+                }
+            }
+            if found == 0 {
+                let mut d = Diagnostic::new(
+                    item.span.clone(),
+                    DiagKind::NoFunctionMatches {
+                        pattern: item.name.clone(),
+                    },
+                );
+                if !untraceable.is_empty() {
+                    let names: Vec<&str> = untraceable
+                        .iter()
+                        .take(3)
+                        .map(|(n, _)| n.as_str())
+                        .collect();
+                    d = d.hint(format!(
+                        "{} function(s) match but cannot be traced ({}{})",
+                        untraceable.len(),
+                        quote_list(&names),
+                        if untraceable.len() > 3 { ", ..." } else { "" }
+                    ));
+                }
+                d = d.hint(format!(
+                    "`fslat -l '{}'` lists the functions a pattern matches",
+                    item.name
+                ));
+                self.error_with(d);
+                failed = true;
+            }
+            skipped.extend(untraceable);
+        }
+        if failed {
+            return None;
+        }
+        if funcs.len() > self.opts.max_functions {
+            let span = s.func.span.start..s.funcs.last().map_or(s.func.span.end, |f| f.span.end);
+            let d = Diagnostic::new(
+                span,
+                DiagKind::TooManyFunctions {
+                    count: funcs.len(),
+                    max: self.opts.max_functions,
+                },
+            )
+            .hint("narrow the pattern, or raise the limit with --max-functions N");
+            self.error_with(d);
+            return None;
+        }
+        Some((funcs, skipped))
+    }
+
+    /// A function named exactly: unknown and untraceable names are errors.
+    fn exact_function(&mut self, item: &ast::Ident) -> Option<FuncSig> {
+        let Some(func) = self.kernel.function(&item.name) else {
+            let names = self.kernel.function_names();
+            let mut d = Diagnostic::new(
+                item.span.clone(),
+                DiagKind::UnknownFunction {
+                    name: item.name.clone(),
+                },
+            );
+            let near = closest(&item.name, names.iter().map(String::as_str));
+            if !near.is_empty() {
+                d = d.hint(format!("did you mean {}?", quote_list(&near)));
+            }
+            d = d.hint("`fslat -l 'PATTERN*'` lists the functions this kernel can trace");
+            self.error_with(d);
+            return None;
+        };
+        if let Some(reason) = self.untraceable(&func) {
+            self.error(
+                item.span.clone(),
+                DiagKind::Untraceable {
+                    func: func.name.clone(),
+                    reason,
+                },
+            );
+            return None;
+        }
+        Some(func)
+    }
+
+    /// The parameters of `func` with their context slots, and the slot `ret` follows.
+    pub(super) fn params_of(&self, func: &FuncSig) -> (Vec<Param>, usize) {
+        let mut slot = 0;
+        let params = func
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| Param {
+                slot: {
+                    let at = slot;
+                    // The trampoline passes a struct of up to 16 bytes in two registers.
+                    slot += match self.kernel.resolve(p.ty) {
+                        KType::Struct { size, .. } => (size as usize).div_ceil(8).max(1),
+                        _ => 1,
+                    };
+                    at
+                },
+                name: if p.name.is_empty() {
+                    format!("arg{i}")
+                } else {
+                    p.name.clone()
+                },
+                type_name: self.kernel.type_name(p.ty),
+                ty: self.value_type(p.ty).unwrap_or(Ty::Int(Scalar {
+                    size: 8,
+                    signed: false,
+                })),
+            })
+            .collect();
+        (params, slot)
+    }
+
+    /// How `ret` of `func` is carried: `None` for void.
+    pub(super) fn ret_scalar(&self, func: &FuncSig) -> Option<Scalar> {
+        match self.kernel.resolve(func.ret) {
+            KType::Void => None,
+            KType::Int { size, signed, .. } | KType::Enum { size, signed } if size <= 8 => {
+                Some(Scalar {
+                    size: size as u8,
+                    signed,
+                })
+            }
+            // Pointers and anything else are carried as 64-bit unsigned.
+            _ => Some(Scalar {
+                size: 8,
+                signed: false,
+            }),
+        }
+    }
+
+    /// The parameters every function of a several-function session has, by name, with
+    /// the same type: what its default `emit` shows.
+    pub(super) fn common_params(per_func: &[Vec<Param>]) -> Vec<(Param, Vec<usize>)> {
+        let Some((first, rest)) = per_func.split_first() else {
+            return Vec::new();
+        };
+        first
+            .iter()
+            .filter_map(|p| {
+                let mut slots = vec![p.slot];
+                for params in rest {
+                    let q = params
+                        .iter()
+                        .find(|q| q.name == p.name && q.type_name == p.type_name)?;
+                    slots.push(q.slot);
+                }
+                Some((p.clone(), slots))
+            })
+            .collect()
+    }
+
+    /// In a several-function session: the parameter `name` (or `argN`) as the session's
+    /// parameter index, added to the shared list if new. An error names a function
+    /// that lacks it or has it with another type.
+    pub(super) fn shared_param(&mut self, scope: &Scope, name: &str, span: Span) -> Checked<usize> {
+        if let Some(i) = self.shared.iter().position(|(p, _)| p.name == name) {
+            return Ok(i);
+        }
+        let by_pos = name
+            .strip_prefix("arg")
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<usize>().ok());
+        let mut found: Vec<(&FuncSig, &Param, usize)> = Vec::new();
+        for (f, params) in scope.funcs.iter().zip(scope.per_func) {
+            let at = params
+                .iter()
+                .position(|p| p.name == name)
+                .or(by_pos.filter(|i| *i < params.len()));
+            match at {
+                Some(i) => found.push((f, &params[i], i)),
+                None => {
+                    let other = found.first().map(|(g, _, _)| g.name.clone());
+                    let d = Diagnostic::new(
+                        span,
+                        DiagKind::NotInEveryFunction {
+                            name: name.into(),
+                            func: f.name.clone(),
+                            other: other.or_else(|| {
+                                scope
+                                    .funcs
+                                    .iter()
+                                    .zip(scope.per_func)
+                                    .find(|(_, ps)| ps.iter().any(|p| p.name == name))
+                                    .map(|(g, _)| g.name.clone())
+                            }),
+                        },
+                    );
+                    return Err(self.error_with(several_hints(d, name, scope)));
+                }
+            }
+        }
+        let (first_func, first, _) = found[0];
+        if let Some((f, p, _)) = found
+            .iter()
+            .find(|(_, p, _)| p.type_name != first.type_name)
+        {
+            let d = Diagnostic::new(
+                span,
+                DiagKind::OtherTypeInFunction {
+                    name: name.into(),
+                    func: f.name.clone(),
+                    ty: p.type_name.clone(),
+                    first_func: first_func.name.clone(),
+                    first_ty: first.type_name.clone(),
+                },
+            );
+            return Err(self.error_with(several_hints(d, name, scope)));
+        }
+        let param = Param {
+            name: name.to_string(),
+            ..first.clone()
+        };
+        let slots = found.iter().map(|(_, p, _)| p.slot).collect();
+        self.shared.push((param, slots));
+        Ok(self.shared.len() - 1)
+    }
+
+    /// In a several-function session: the BTF type of parameter `i` (the first
+    /// function's; every function has the same).
+    pub(super) fn shared_param_type(&self, scope: &Scope, i: usize) -> crate::btf::TypeId {
+        let name = &self.shared[i].0.name;
+        let params = &scope.per_func[0];
+        let at = params.iter().position(|p| &p.name == name).or_else(|| {
+            name.strip_prefix("arg")
+                .and_then(|n| n.parse::<usize>().ok())
+        });
+        at.and_then(|a| scope.funcs[0].params.get(a))
+            .map_or(0, |p| p.ty)
+    }
+
+    /// In a several-function session: `ret` is there when every function returns the
+    /// same non-void type.
+    pub(super) fn shared_ret(&mut self, scope: &Scope, span: Span) -> Checked<()> {
+        let first = &scope.funcs[0];
+        let first_ty = self.kernel.type_name(first.ret);
+        for f in scope.funcs {
+            if matches!(self.kernel.resolve(f.ret), KType::Void) {
+                let d = Diagnostic::new(
+                    span,
+                    DiagKind::RetOfVoid {
+                        func: f.name.clone(),
+                    },
+                );
+                return Err(self.error_with(several_hints(d, "ret", scope)));
+            }
+            let ty = self.kernel.type_name(f.ret);
+            if ty != first_ty {
+                let d = Diagnostic::new(
+                    span,
+                    DiagKind::OtherTypeInFunction {
+                        name: "ret".into(),
+                        func: f.name.clone(),
+                        ty,
+                        first_func: first.name.clone(),
+                        first_ty,
+                    },
+                );
+                return Err(self.error_with(several_hints(d, "ret", scope)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether every function returns the same non-void type (the default event shows
+    /// `ret` then).
+    pub(super) fn has_shared_ret(&self, funcs: &[FuncSig]) -> bool {
+        let first = self.kernel.type_name(funcs[0].ret);
+        funcs.iter().all(|f| {
+            !matches!(self.kernel.resolve(f.ret), KType::Void)
+                && self.kernel.type_name(f.ret) == first
+        })
+    }
+
+    /// The session's targets: per function, where each shared parameter sits.
+    pub(super) fn targets(&self, funcs: &[FuncSig], ret_slots: &[usize]) -> Vec<Target> {
+        funcs
+            .iter()
+            .zip(ret_slots)
+            .enumerate()
+            .map(|(t, (f, ret_slot))| Target {
+                func: f.name.clone(),
+                slots: self.shared.iter().map(|(_, slots)| slots[t]).collect(),
+                ret_slot: *ret_slot,
+                ret: self.ret_scalar(f),
+            })
+            .collect()
+    }
+}
+
+fn several_hints(d: Diagnostic, name: &str, scope: &Scope) -> Diagnostic {
+    let n = scope.funcs.len();
+    if name == "ret" || name.starts_with("arg") {
+        d.hint(format!(
+            "narrow the pattern or the list: the session has {n} functions"
+        ))
+    } else {
+        d.hint("name it by position (`argN`) if it sits at the same place in every function")
+            .hint(format!(
+                "or narrow the pattern or the list: the session has {n} functions"
+            ))
+    }
+}
