@@ -75,7 +75,8 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "FILE", value_parser = non_empty_path)]
     pub output: Option<PathBuf>,
 
-    /// How to attach: fsession (Linux 7.0+), fentry (fentry + fexit), or auto
+    /// How to attach: fsession (Linux 7.0+), fentry (fentry + fexit), fsession-multi (7.2+:
+    /// one program for all the functions of a session), or auto (the best the kernel has)
     #[arg(long, value_enum, default_value_t = ModeArg::Auto)]
     pub mode: ModeArg,
 
@@ -177,6 +178,8 @@ pub enum ModeArg {
     Auto,
     Fsession,
     Fentry,
+    /// fsession, with one multi-attach program per several-function session (Linux 7.2)
+    FsessionMulti,
 }
 
 fn non_empty(s: &str) -> Result<String, String> {
@@ -305,6 +308,10 @@ pub enum CliError {
         "--mode fsession: this kernel has no fsession (it arrived in Linux 7.0).\n  Use --mode fentry, or leave --mode at auto to pick it."
     )]
     NoFsession,
+    #[error(
+        "--mode fsession-multi: this kernel cannot attach one program to many functions (BPF_TRACE_FSESSION_MULTI arrived in Linux 7.2).\n  Use --mode fsession or fentry (one program per function), or leave --mode at auto."
+    )]
+    NoFsessionMulti,
     #[error(
         "--emit obj writes a binary object: give -o FILE (or redirect standard output away from the terminal)"
     )]
@@ -543,6 +550,9 @@ pub fn resolve_mode(arg: ModeArg, kernel: &dyn KernelTypes) -> Result<Mode, CliE
         ModeArg::Fsession if !kernel.has_fsession() => Err(CliError::NoFsession),
         ModeArg::Fsession => Ok(Mode::Fsession),
         ModeArg::Fentry => Ok(Mode::Fentry),
+        ModeArg::FsessionMulti if !kernel.has_fsession_multi() => Err(CliError::NoFsessionMulti),
+        ModeArg::FsessionMulti => Ok(Mode::FsessionMulti),
+        ModeArg::Auto if kernel.has_fsession_multi() => Ok(Mode::FsessionMulti),
         ModeArg::Auto if kernel.has_fsession() => Ok(Mode::Fsession),
         ModeArg::Auto => Ok(Mode::Fentry),
     }

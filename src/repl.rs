@@ -278,7 +278,7 @@ impl Repl {
         if !arg.is_empty() {
             let wanted = ModeArg::from_str(arg, true).map_err(|_| ReplError::Argument {
                 command: ":mode",
-                why: format!("`{arg}` is not a mode: use auto, fsession or fentry"),
+                why: format!("`{arg}` is not a mode: use auto, fsession, fsession-multi or fentry"),
             })?;
             cli::resolve_mode(wanted, self.kernel.as_ref())?;
             self.opts.mode = wanted;
@@ -294,6 +294,7 @@ fn mode_word(m: ModeArg) -> &'static str {
         ModeArg::Auto => "auto",
         ModeArg::Fsession => "fsession",
         ModeArg::Fentry => "fentry",
+        ModeArg::FsessionMulti => "fsession-multi",
     }
 }
 

@@ -315,6 +315,8 @@ fn parse_result(s: &str) -> Option<Tally> {
 enum Requires {
     Fsession,
     NoFsession,
+    /// One program attached to many functions (Linux 7.2: `BPF_TRACE_FSESSION_MULTI`).
+    FsessionMulti,
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -448,7 +450,12 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 requires = Some(match rest {
                     "fsession" => Requires::Fsession,
                     "no-fsession" => Requires::NoFsession,
-                    _ => return Err(err(format!("REQUIRES {rest:?}: fsession or no-fsession"))),
+                    "fsession-multi" => Requires::FsessionMulti,
+                    _ => {
+                        return Err(err(format!(
+                            "REQUIRES {rest:?}: fsession, no-fsession or fsession-multi"
+                        )));
+                    }
                 });
             }
             "WORKLOAD" => {
@@ -634,6 +641,10 @@ fn guest(kernel: &str) -> ExitCode {
         "features: fsession={}, fentry=yes",
         if fsession { "yes" } else { "no" }
     );
+    let multi_name = b"BPF_TRACE_FSESSION_MULTI";
+    let fsession_multi = btf
+        .as_ref()
+        .is_ok_and(|b| b.windows(multi_name.len()).any(|w| w == multi_name));
 
     let mut t = Tally::default();
     if let Err(e) = &btf {
@@ -706,6 +717,14 @@ fn guest(kernel: &str) -> ExitCode {
                 t.skipped += 1;
                 println!(
                     "skip {file}: {} (needs fsession; {release} has none)",
+                    case.name
+                );
+                continue;
+            }
+            Some(Requires::FsessionMulti) if !fsession_multi => {
+                t.skipped += 1;
+                println!(
+                    "skip {file}: {} (needs fsession multi-attach; {release} has none)",
                     case.name
                 );
                 continue;

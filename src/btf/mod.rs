@@ -87,4 +87,9 @@ pub trait KernelTypes {
     /// Whether this kernel knows fsession programs (`BPF_TRACE_FSESSION` in
     /// `enum bpf_attach_type`).
     fn has_fsession(&self) -> bool;
+    /// Whether one fsession program can attach to many functions through one link
+    /// (Linux 7.2: `BPF_TRACE_FSESSION_MULTI` and `BPF_LINK_TYPE_TRACING_MULTI`).
+    fn has_fsession_multi(&self) -> bool {
+        false
+    }
 }

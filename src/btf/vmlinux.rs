@@ -898,6 +898,11 @@ impl KernelTypes for Btf {
     fn has_fsession(&self) -> bool {
         self.enum_has("bpf_attach_type", "BPF_TRACE_FSESSION")
     }
+
+    fn has_fsession_multi(&self) -> bool {
+        self.enum_has("bpf_attach_type", "BPF_TRACE_FSESSION_MULTI")
+            && self.enum_has("bpf_link_type", "BPF_LINK_TYPE_TRACING_MULTI")
+    }
 }
 
 #[cfg(test)]

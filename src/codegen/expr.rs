@@ -17,21 +17,22 @@ pub struct Phase<'p> {
     lines: Vec<String>,
     declared: HashSet<String>,
     temps: usize,
+    /// One program for all the session's functions: values come through the
+    /// trampoline's helpers and per-function tables indexed by `fslat_fn`.
+    multi: bool,
+}
+
+/// The table of session `index`'s parameter `param` slots, per function.
+pub fn slot_table(index: usize, param: usize) -> String {
+    format!("fslat_slots_{index}_{param}")
 }
 
 impl<'p> Phase<'p> {
-    pub fn entry(session: &'p Session, target: &'p Target) -> Self {
-        Self::new(session, target, false)
-    }
-
-    pub fn ret(session: &'p Session, target: &'p Target) -> Self {
-        Self::new(session, target, true)
-    }
-
-    fn new(session: &'p Session, target: &'p Target, at_return: bool) -> Self {
+    pub fn new(session: &'p Session, target: &'p Target, at_return: bool, multi: bool) -> Self {
         Phase {
             session,
             target,
+            multi,
             at_return,
             lines: Vec::new(),
             declared: HashSet::new(),
@@ -72,9 +73,20 @@ impl<'p> Phase<'p> {
             Some(s) => c_int(u32::from(s.size), s.signed),
             None => "__u64",
         };
+        if self.multi {
+            let raw = self.ret_raw();
+            return self.declare("fslat_ret", || format!("{ty} fslat_ret = ({ty}){raw};"));
+        }
         let slot = self.target.ret_slot;
         self.declare("fslat_ret", || {
             format!("{ty} fslat_ret = ({ty})ctx[{slot}];")
+        })
+    }
+
+    /// Multi-attach: the return register as a `__u64`, whatever the function returns.
+    pub fn ret_raw(&mut self) -> String {
+        self.declare("fslat_ret_raw", || {
+            "__u64 fslat_ret_raw = 0; bpf_get_func_ret(ctx, &fslat_ret_raw);".into()
         })
     }
 
@@ -87,6 +99,19 @@ impl<'p> Phase<'p> {
         };
         let slot = self.target.slots[i];
         let name = format!("fslat_arg{i}");
+        if self.multi {
+            let same = self.session.targets.iter().all(|t| t.slots[i] == slot);
+            let n = if same {
+                slot.to_string()
+            } else {
+                format!("{}[fslat_fn]", slot_table(self.session.index, i))
+            };
+            return self.declare(&name, || {
+                format!(
+                    "__u64 {name}_raw = 0; bpf_get_func_arg(ctx, {n}, &{name}_raw); {ty} {name} = ({ty}){name}_raw;"
+                )
+            });
+        }
         self.declare(&name, || format!("{ty} {name} = ({ty})ctx[{slot}];"))
     }
 
@@ -215,6 +240,9 @@ impl<'p> Phase<'p> {
             return c_string(bytes);
         }
         if e.kind == ExprKind::Builtin(Builtin::Func) {
+            if self.multi {
+                return format!("fslat_funcs_{}[fslat_fn]", self.session.index);
+            }
             return c_string(self.target.func.as_bytes());
         }
         let Ty::Str { cap } = e.ty else {
@@ -231,6 +259,12 @@ impl<'p> Phase<'p> {
     fn fill_string(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
         match &e.kind {
             ExprKind::Builtin(Builtin::Comm) => format!("bpf_get_current_comm({dst}, {cap});"),
+            ExprKind::Builtin(Builtin::Func) if self.multi => {
+                format!(
+                    "__builtin_memcpy({dst}, fslat_funcs_{}[fslat_fn], {cap});",
+                    self.session.index
+                )
+            }
             ExprKind::Builtin(Builtin::Func) => {
                 let name = self.target.func.as_bytes();
                 let n = (name.len() + 1).min(cap as usize);

@@ -19,6 +19,9 @@ pub enum Mode {
     Fsession,
     /// An fentry and an fexit program sharing a per-thread map.
     Fentry,
+    /// fsession, and a session of several functions is one program attached to all of
+    /// them through one link (Linux 7.2 multi-attach).
+    FsessionMulti,
 }
 
 impl Mode {
@@ -26,8 +29,27 @@ impl Mode {
         match self {
             Mode::Fsession => "fsession",
             Mode::Fentry => "fentry",
+            Mode::FsessionMulti => "fsession-multi",
         }
     }
+
+    /// The mode session `s` runs in: a one-function session in fsession-multi mode is
+    /// an ordinary fsession program.
+    pub fn of_session(self, s: &Session) -> Mode {
+        match self {
+            Mode::FsessionMulti if !s.several => Mode::Fsession,
+            m => m,
+        }
+    }
+}
+
+/// The attach type the kernel knows multi-attach fsession programs by
+/// (`BPF_TRACE_FSESSION_MULTI` in `enum bpf_attach_type`, Linux 7.2).
+pub const FSESSION_MULTI_ATTACH_TYPE: u32 = 61;
+
+/// The name of session `index`'s multi-attach program.
+pub fn multi_prog_name(index: usize) -> String {
+    format!("fslat_multi_{index}")
 }
 
 /// Calls in flight per session that fentry mode can remember.
@@ -57,6 +79,10 @@ static TEMPLATES: LazyLock<Handlebars<'static>> = LazyLock::new(|| {
         (
             "aggregation_map",
             include_str!("../../templates/aggregation_map.bpf.c.hbs"),
+        ),
+        (
+            "fsession_multi",
+            include_str!("../../templates/fsession_multi.bpf.c.hbs"),
         ),
     ] {
         hb.register_template_string(name, text)
@@ -128,6 +154,16 @@ struct SessionData {
     action_lines: Vec<String>,
     event: Option<Vec<String>>,
     aggregation_lines: Vec<String>,
+    /// Set when the session is one multi-attach program for all its functions.
+    multi: Option<MultiData>,
+}
+
+#[derive(Serialize)]
+struct MultiData {
+    count: usize,
+    /// C declarations of the tables the program indexes by function.
+    tables: Vec<String>,
+    funcs: Vec<String>,
 }
 
 /// The BPF C for `program` in `mode`.
@@ -135,7 +171,7 @@ pub fn generate(program: &Program, mode: Mode) -> String {
     let data = ProgramData {
         version: env!("CARGO_PKG_VERSION"),
         mode: mode.name(),
-        fsession: mode == Mode::Fsession,
+        fsession: mode != Mode::Fentry,
         uses_path: program.uses_path,
         session_count: program.sessions.len().max(1),
         structs: program
@@ -165,11 +201,14 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         sessions: program
             .sessions
             .iter()
-            .flat_map(|s| {
-                s.targets
+            .flat_map(|s| match mode.of_session(s) {
+                Mode::FsessionMulti => vec![multi_session_data(s)],
+                _ => s
+                    .targets
                     .iter()
                     .enumerate()
-                    .map(move |t| session_data(s, t))
+                    .map(|t| session_data(s, t))
+                    .collect(),
             })
             .collect(),
     };
@@ -234,15 +273,115 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
 }
 
 fn session_data(s: &Session, (t, target): (usize, &Target)) -> SessionData {
-    let mut entry = Phase::entry(s, target);
-    let entry_filter = s.entry_filter.as_ref().map(|f| entry.expr(f));
-    let entry_time_early = entry.uses_start();
-
-    let mut ret = Phase::ret(s, target);
-    let error_check = match target.ret {
+    let prog = if s.several {
+        format!("{}_{t}", s.index)
+    } else {
+        s.index.to_string()
+    };
+    let error_check = |ret: &mut Phase| match target.ret {
         Some(Scalar { signed: true, .. }) => Some(format!("{} < 0", ret.ret_value())),
         _ => None,
     };
+    phases_data(s, target, prog, false, error_check, None)
+}
+
+/// A session of several functions as one program: parameters and `ret` through the
+/// trampoline's helpers, `func` and what differs between functions from tables indexed by
+/// the link's per-function cookie.
+fn multi_session_data(s: &Session) -> SessionData {
+    let count = s.targets.len();
+    let func_cap = s
+        .targets
+        .iter()
+        .map(|t| t.func.len() + 1)
+        .max()
+        .unwrap_or(1);
+    let mut tables = vec![format!(
+        "static const char fslat_funcs_{}[{count}][{func_cap}] = {{ {} }};",
+        s.index,
+        s.targets
+            .iter()
+            .map(|t| expr::c_string(t.func.as_bytes()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )];
+    for i in 0..s.params.len() {
+        if let Some(values) = differing(s.targets.iter().map(|t| t.slots[i])) {
+            tables.push(format!(
+                "static const __u8 {}[{count}] = {{ {values} }};",
+                expr::slot_table(s.index, i)
+            ));
+        }
+    }
+    // Whether a call failed depends on each function's return type when they differ.
+    let uniform_ret = s.targets.iter().all(|t| t.ret == s.targets[0].ret);
+    let kinds = s.targets.iter().map(|t| match t.ret {
+        Some(Scalar { signed: true, size }) => size,
+        _ => 0,
+    });
+    let kinds: Vec<String> = kinds.map(|k| k.to_string()).collect();
+    if !uniform_ret {
+        tables.push(format!(
+            "static const __u8 fslat_retkind_{}[{count}] = {{ {} }};",
+            s.index,
+            kinds.join(", ")
+        ));
+    }
+    let index = s.index;
+    let first = &s.targets[0];
+    let error_check = move |ret: &mut Phase| {
+        if uniform_ret {
+            return match first.ret {
+                Some(Scalar { signed: true, .. }) => Some(format!("{} < 0", ret.ret_value())),
+                _ => None,
+            };
+        }
+        let raw = ret.ret_raw();
+        let kind = format!("fslat_retkind_{index}[fslat_fn]");
+        Some(format!(
+            "({kind} == 1 && (__s8){raw} < 0) || ({kind} == 2 && (__s16){raw} < 0) || ({kind} == 4 && (__s32){raw} < 0) || ({kind} == 8 && (__s64){raw} < 0)"
+        ))
+    };
+    let multi = MultiData {
+        count,
+        tables,
+        funcs: s.targets.iter().map(|t| t.func.clone()).collect(),
+    };
+    phases_data(
+        s,
+        first,
+        s.index.to_string(),
+        true,
+        error_check,
+        Some(multi),
+    )
+}
+
+/// `Some("a, b, ...")` when the values are not all the same.
+fn differing(values: impl Iterator<Item = usize>) -> Option<String> {
+    let v: Vec<usize> = values.collect();
+    v.iter().any(|x| *x != v[0]).then(|| {
+        v.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+fn phases_data(
+    s: &Session,
+    target: &Target,
+    prog: String,
+    multi: bool,
+    error_check: impl FnOnce(&mut Phase) -> Option<String>,
+    multi_data: Option<MultiData>,
+) -> SessionData {
+    let mut entry = Phase::new(s, target, false, multi);
+    let entry_filter = s.entry_filter.as_ref().map(|f| entry.expr(f));
+    let entry_time_early = entry.uses_start();
+
+    let mut ret = Phase::new(s, target, true, multi);
+    let error_check = error_check(&mut ret);
     let return_filter = s.return_filter.as_ref().map(|f| ret.expr(f));
     let return_lines = ret.take_lines();
 
@@ -262,11 +401,7 @@ fn session_data(s: &Session, (t, target): (usize, &Target)) -> SessionData {
 
     SessionData {
         index: s.index,
-        prog: if s.several {
-            format!("{}_{t}", s.index)
-        } else {
-            s.index.to_string()
-        },
+        prog,
         label: s.label.clone(),
         func: target.func.clone(),
         inflight: INFLIGHT_ENTRIES,
@@ -279,6 +414,7 @@ fn session_data(s: &Session, (t, target): (usize, &Target)) -> SessionData {
         action_lines,
         event,
         aggregation_lines,
+        multi: multi_data,
     }
 }
 

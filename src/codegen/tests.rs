@@ -37,3 +37,26 @@ fn compiles_with_clang() {
         }
     }
 }
+
+#[test]
+fn a_several_function_session_is_one_multi_attach_program_that_compiles() {
+    let script = "session vfs_read, vfs_write, do_sys_openat2, kfree where func != \"kfree\" { emit func, latency; count() by func }\nsession vfs_read, vfs_write where count > 1 { emit count }\nsession vfs_read";
+    let c = c_of(script, Mode::FsessionMulti);
+    assert_eq!(c.matches("SEC(\"fslat.multi\")").count(), 2, "{c}");
+    assert_eq!(c.matches("SEC(\"fsession/vfs_read\")").count(), 1, "{c}");
+    assert!(c.contains("static const char fslat_funcs_0[4][15] = { \"vfs_read\", \"vfs_write\", \"do_sys_openat2\", \"kfree\" };"), "{c}");
+    // Return types differ (ssize_t, long, void): whether a call failed is per function.
+    assert!(
+        c.contains("static const __u8 fslat_retkind_0[4] = { 8, 8, 8, 0 };"),
+        "{c}"
+    );
+    assert!(
+        c.contains("bpf_get_func_arg(ctx, 2, &fslat_arg1_raw)"),
+        "{c}"
+    );
+    let clang = crate::build::find_clang(None).expect("clang");
+    let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    if let Err(e) = compiler.compile(&c) {
+        panic!("{e}\n{c}");
+    }
+}

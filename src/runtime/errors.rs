@@ -40,6 +40,10 @@ pub enum RuntimeError {
         "the kernel cannot trace `{func}`: {reason}\n  Trace a function that calls it, or one it calls, instead."
     )]
     Untraceable { func: String, reason: String },
+    #[error(
+        "cannot attach the session {session} to its functions through one multi-attach link: {reason}\n  Run it with --mode fsession (one program per function)."
+    )]
+    MultiAttach { session: String, reason: String },
     #[error("cannot write the output: {0}")]
     Output(std::io::Error),
     #[error("the BPF object has no {0}: this is a bug in fslat")]

@@ -3,6 +3,7 @@
 //! this order: detaches every program, drains the ring buffer, reads the counters.
 
 mod errors;
+mod multi;
 pub mod signals;
 
 pub use errors::RuntimeError;
@@ -14,6 +15,7 @@ use crate::output::{AggResult, AggRow, AggValue, Decoder, Summary, Writer, read_
 use crate::syntax::ast::AggFunc;
 use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, RingBufferBuilder};
 use std::cell::RefCell;
+use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 /// What the command line can change without recompiling.
@@ -72,13 +74,34 @@ pub fn run(
                 .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;
         }
     }
+    for mut prog in open.progs_mut() {
+        if multi_session(program, &prog.name().to_string_lossy()).is_some() {
+            multi::prepare(&mut prog).map_err(|e| RuntimeError::MultiAttach {
+                session: prog.name().to_string_lossy().into_owned(),
+                reason: e.to_string(),
+            })?;
+        }
+    }
     let obj = open.load().map_err(|e| errors::load_error(e, program))?;
 
     let mut links = Vec::new();
+    let mut multi_links = Vec::new();
     for prog in obj.progs_mut() {
+        let name = prog.name().to_string_lossy().into_owned();
+        if let Some(s) = multi_session(program, &name) {
+            let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
+            let failed = |reason: String| RuntimeError::MultiAttach {
+                session: s.label.clone(),
+                reason,
+            };
+            let ids = multi::function_ids(&funcs).map_err(failed)?;
+            let link = multi::attach(prog.as_fd(), &ids).map_err(|e| failed(e.to_string()))?;
+            multi_links.push(link);
+            continue;
+        }
         let link = prog
             .attach()
-            .map_err(|e| errors::attach_error(e, program, &prog.name().to_string_lossy()))?;
+            .map_err(|e| errors::attach_error(e, program, &name))?;
         links.push(link);
     }
 
@@ -179,6 +202,7 @@ pub fn run(
     // Stop producing, deliver what was produced, then count: in this order the
     // counters and the events describe the same calls.
     drop(links);
+    drop(multi_links);
     if let Some(r) = &ring {
         r.consume()
             .map_err(RuntimeError::libbpf("draining the ring buffer"))?;
@@ -243,7 +267,7 @@ fn summaries(
         }
         out.push(Summary {
             label: s.label.clone(),
-            mode: settings.mode.name(),
+            mode: settings.mode.of_session(s).name(),
             calls: sum[0],
             matched: sum[1],
             errors: sum[2],
@@ -353,6 +377,15 @@ fn agg_entries(map: &libbpf_rs::Map, a: &Aggregation) -> Result<Vec<Entry>, Runt
         out.push((keys, v));
     }
     Ok(out)
+}
+
+/// The session a multi-attach program (`fslat_multi_N`) is for.
+fn multi_session<'p>(
+    program: &'p Program,
+    prog: &str,
+) -> Option<&'p crate::check::program::Session> {
+    let index: usize = prog.strip_prefix("fslat_multi_")?.parse().ok()?;
+    program.sessions.get(index)
 }
 
 struct State<'w> {
