@@ -30,6 +30,7 @@ enum {
 	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_STACK_TRACE = 7,
 	BPF_MAP_TYPE_RINGBUF = 27,
 };
 enum {
@@ -55,6 +56,7 @@ struct fslat_counters {
 	__u64 dropped;   /* events lost: ring buffer full */
 	__u64 unpaired;  /* fentry mode: entry not recorded (map full) */
 	__u64 agg_lost;  /* aggregation updates lost: map full */
+	__u64 stack_lost; /* kstack/ustack not captured or not stored (see fslat_stackid) */
 };
 
 /*
@@ -303,5 +305,83 @@ static __always_inline void fslat_path(char *dst, const void *file)
 	bpf_probe_read_kernel(dst, FSLAT_PATH_CAP, s->buf);
 }
 #endif /* FSLAT_WANT_PATH */
+
+#if defined(FSLAT_WANT_KSTACK) || defined(FSLAT_WANT_USTACK)
+/*
+ * kstack and ustack: bpf_get_stackid stores the stack in a stack map (identical stacks
+ * share one id, so a stack key costs one id) and the program keeps the id. User space
+ * reads and symbolizes the stack by id. A negative id is a stack that was not captured
+ * (no user stack: a kernel thread) or not stored (map full, hash bucket taken by another
+ * stack): counted in stack_lost, and printed as lost.
+ */
+#define FSLAT_STACK_DEPTH 127 /* the kernel's default perf_event_max_stack */
+#define FSLAT_STACK_ENTRIES 4096
+#define FSLAT_F_USER_STACK (1ULL << 8) /* BPF_F_USER_STACK */
+
+struct fslat_stack_map {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, FSLAT_STACK_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, FSLAT_STACK_DEPTH * sizeof(__u64));
+};
+
+static __always_inline __s64 fslat_stackid(void *ctx, void *map, __u64 flags,
+					   struct fslat_counters *c)
+{
+	__s64 id = bpf_get_stackid(ctx, map, flags);
+	if (id < 0)
+		__sync_fetch_and_add(&c->stack_lost, 1);
+	return id;
+}
+#endif
+
+#ifdef FSLAT_WANT_KSTACK
+struct fslat_stack_map fslat_kstacks SEC(".maps");
+#endif
+
+#ifdef FSLAT_WANT_USTACK
+struct fslat_stack_map fslat_ustacks SEC(".maps");
+
+/* Processes already announced to user space (see fslat_ustackid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} fslat_ustack_tgids SEC(".maps");
+
+/* A ring buffer record that is not an event: "tgid has user stacks, read its mappings
+ * now", so its stacks can be symbolized after it has exited. */
+#define FSLAT_ANNOUNCE_ID 0xffffffffu
+struct fslat_announce {
+	__u32 fslat_id;
+	__u32 tgid;
+};
+
+/*
+ * A user stack id is only meaningful with the process whose mappings its addresses are
+ * in: the value is the tgid in the high 32 bits and the (signed) stack id in the low 32,
+ * so the same addresses in two processes are two keys.
+ */
+static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, struct fslat_counters *c)
+{
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__s64 id = fslat_stackid(ctx, &fslat_ustacks, FSLAT_F_USER_STACK, c);
+	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
+	__u8 one = 1;
+	if (id < 0 || bpf_map_update_elem(&fslat_ustack_tgids, &tgid, &one, BPF_NOEXIST))
+		return packed;
+	struct fslat_announce *a = bpf_ringbuf_reserve(ring, sizeof(*a), 0);
+	if (!a) {
+		/* Announce it with the next stack instead. */
+		bpf_map_delete_elem(&fslat_ustack_tgids, &tgid);
+		return packed;
+	}
+	a->fslat_id = FSLAT_ANNOUNCE_ID;
+	a->tgid = tgid;
+	bpf_ringbuf_submit(a, 2 /* BPF_RB_FORCE_WAKEUP: read the mappings now */);
+	return packed;
+}
+#endif
 
 #endif /* FSLAT_BPF_H */

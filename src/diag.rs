@@ -104,6 +104,9 @@ pub enum DiagKind {
         ty: String,
     },
     TooManyKeys,
+    StackOperand {
+        name: &'static str,
+    },
     TwoEmits,
     DuplicateAggName {
         name: String,
@@ -206,6 +209,9 @@ impl DiagKind {
             ),
             BadKey { ty } => format!("{ty} cannot be an aggregation key"),
             TooManyKeys => "at most 4 keys may follow `by`".into(),
+            StackOperand { name } => format!(
+                "`{name}` is a call stack: it can be emitted or used as a `by` key, not compared, computed with or tested"
+            ),
             TwoEmits => "a session has one `emit`; put all the fields in it".into(),
             DuplicateAggName { name } => {
                 format!("another aggregation of this program is already named `{name}`")

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod output;
 pub mod repl;
 pub mod runtime;
+pub mod stacks;
 pub mod syntax;
 
 use btf::KernelTypes;

@@ -106,6 +106,7 @@ fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
                         FieldKind::Duration => "duration".into(),
                         FieldKind::Str { cap } => format!("str{cap}"),
                         FieldKind::Ptr => "ptr".into(),
+                        FieldKind::Stack(k) => k.name().into(),
                     };
                     format!("{}:{k}@{}", f.name, f.offset)
                 })

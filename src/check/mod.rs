@@ -32,6 +32,8 @@ const BUILTINS: &[(&str, Builtin)] = &[
     ("ts", Builtin::Ts),
     ("latency", Builtin::Latency),
     ("func", Builtin::Func),
+    ("kstack", Builtin::Kstack),
+    ("ustack", Builtin::Ustack),
 ];
 
 /// Names a user may write besides parameters, for hints and completion.
@@ -64,6 +66,8 @@ pub fn check_with(
         agg_names: names::Names::default(),
         opts,
         shared: Vec::new(),
+        uses_kstack: false,
+        uses_ustack: false,
     };
     let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
     let mut per_func: HashMap<&str, usize> = HashMap::new();
@@ -93,6 +97,8 @@ pub fn check_with(
         sessions,
         structs,
         uses_path: cx.uses_path,
+        uses_kstack: cx.uses_kstack,
+        uses_ustack: cx.uses_ustack,
     })
 }
 
@@ -109,6 +115,8 @@ struct Checker<'k> {
     opts: Options,
     /// A several-function session's parameters so far, with their slot in each function.
     shared: Vec<(Param, Vec<usize>)>,
+    uses_kstack: bool,
+    uses_ustack: bool,
 }
 
 /// What names mean inside one session.
@@ -300,6 +308,7 @@ impl<'k> Checker<'k> {
         let c = self.expr(scope, e)?;
         match c.ty {
             Ty::Bool | Ty::Int(_) | Ty::Ptr { .. } => Ok(c),
+            Ty::Stack(k) => Err(self.stack_operand(k, e.span.clone())),
             ref t => Err(self.error(e.span.clone(), DiagKind::NotCondition { ty: t.describe() })),
         }
     }
@@ -338,6 +347,14 @@ impl<'k> Checker<'k> {
                     cap: scope.func_cap,
                 },
                 Builtin::Latency => Ty::Duration,
+                Builtin::Kstack => {
+                    self.uses_kstack = true;
+                    Ty::Stack(StackKind::Kernel)
+                }
+                Builtin::Ustack => {
+                    self.uses_ustack = true;
+                    Ty::Stack(StackKind::User)
+                }
                 Builtin::Cgroup | Builtin::Ts => Ty::Int(Scalar {
                     size: 8,
                     signed: false,
@@ -660,8 +677,18 @@ impl<'k> Checker<'k> {
         })
     }
 
+    /// A stack used as a value: it can only be emitted or be a key.
+    fn stack_operand(&mut self, kind: StackKind, span: Span) -> Reported {
+        let d = Diagnostic::new(span, DiagKind::StackOperand { name: kind.name() })
+            .hint(format!("write `emit {0}` or `count() by {0}`", kind.name()));
+        self.error_with(d)
+    }
+
     fn unary(&mut self, scope: &Scope, op: UnOp, inner: &ast::Expr, span: Span) -> Checked<Expr> {
         let e = self.expr(scope, inner)?;
+        if let Ty::Stack(k) = e.ty {
+            return Err(self.stack_operand(k, inner.span.clone()));
+        }
         match (op, &e.ty) {
             (UnOp::Neg, Ty::Int(_)) => Ok(match e.kind {
                 ExprKind::Int(v) => int_const(-v),
@@ -733,6 +760,11 @@ impl<'k> Checker<'k> {
         let l = self.expr(scope, lhs);
         let r = self.expr(scope, rhs);
         let (l, r) = (l?, r?);
+        for (side, span) in [(&l, &lhs.span), (&r, &rhs.span)] {
+            if let Ty::Stack(k) = side.ty {
+                return Err(self.stack_operand(k, span.clone()));
+            }
+        }
         let mismatch = |l: &Expr, r: &Expr| DiagKind::Mismatch {
             op: op.symbol(),
             lhs: l.ty.describe(),
@@ -1047,6 +1079,7 @@ impl<'k> Checker<'k> {
             Ty::Duration => FieldKind::Duration,
             Ty::Str { cap } => FieldKind::Str { cap: *cap },
             Ty::Ptr { .. } => FieldKind::Ptr,
+            Ty::Stack(k) => FieldKind::Stack(*k),
             Ty::Record { type_name, .. } => {
                 return Err(self.error(
                     span,
@@ -1113,6 +1146,7 @@ impl<'k> Checker<'k> {
                 Ty::Int(s) => FieldKind::Int(s),
                 Ty::Bool => FieldKind::Bool,
                 Ty::Str { cap } => FieldKind::Str { cap },
+                Ty::Stack(s) => FieldKind::Stack(s),
                 ref t => {
                     return Err(self.error(k.span.clone(), DiagKind::BadKey { ty: t.describe() }));
                 }

@@ -15,6 +15,11 @@ pub struct Program {
     pub structs: Vec<StructDecl>,
     /// Whether any expression calls `path()` (the C then includes its helper).
     pub uses_path: bool,
+    /// Whether any session captures `kstack` (the C then has the kernel stack map).
+    pub uses_kstack: bool,
+    /// Whether any session captures `ustack` (the user stack map, and the ring buffer
+    /// that announces each process whose stacks must be symbolized).
+    pub uses_ustack: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +61,20 @@ pub struct Target {
     pub ret: Option<Scalar>,
 }
 
+impl Session {
+    /// Whether its event or one of its aggregation keys is a stack.
+    pub fn uses_stacks(&self) -> bool {
+        let stack = |k: &FieldKind| matches!(k, FieldKind::Stack(_));
+        self.event
+            .as_ref()
+            .is_some_and(|e| e.fields.iter().any(|f| stack(&f.kind)))
+            || self
+                .aggregations
+                .iter()
+                .any(|a| a.keys.iter().any(|k| stack(&k.kind)))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Param {
     pub name: String,
@@ -92,6 +111,24 @@ pub enum Ty {
         ty: TypeId,
         type_name: String,
     },
+    /// A call stack: only emitted or used as a key.
+    Stack(StackKind),
+}
+
+/// Which call stack: the kernel's or the user program's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StackKind {
+    Kernel,
+    User,
+}
+
+impl StackKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StackKind::Kernel => "kstack",
+            StackKind::User => "ustack",
+        }
+    }
 }
 
 impl Ty {
@@ -107,6 +144,8 @@ impl Ty {
             Ty::Str { .. } => "a string".into(),
             Ty::Ptr { type_name, .. } => format!("a pointer (`{type_name}`)"),
             Ty::Record { type_name, .. } => format!("a struct (`{type_name}`)"),
+            Ty::Stack(StackKind::Kernel) => "a kernel stack (`kstack`)".into(),
+            Ty::Stack(StackKind::User) => "a user stack (`ustack`)".into(),
         }
     }
 }
@@ -175,13 +214,16 @@ pub enum Builtin {
     Latency,
     /// The name of the function the call is in.
     Func,
+    Kstack,
+    Ustack,
 }
 
 impl Expr {
     /// Whether evaluating this needs the return phase.
     pub fn at_return(&self) -> bool {
         match &self.kind {
-            ExprKind::Ret | ExprKind::Builtin(Builtin::Latency) => true,
+            ExprKind::Ret
+            | ExprKind::Builtin(Builtin::Latency | Builtin::Kstack | Builtin::Ustack) => true,
             ExprKind::Read { base, .. } | ExprKind::Deref(base) | ExprKind::Path(base) => {
                 base.at_return()
             }
@@ -214,8 +256,13 @@ pub enum FieldKind {
     Int(Scalar),
     Bool,
     Duration,
-    Str { cap: u32 },
+    Str {
+        cap: u32,
+    },
     Ptr,
+    /// A `u64` naming a stack in the program's stack map of that kind (fslat.bpf.h,
+    /// `fslat_stackid`, `fslat_ustackid`); read by `stacks::StackTable`.
+    Stack(StackKind),
 }
 
 impl FieldKind {
@@ -223,7 +270,7 @@ impl FieldKind {
         match self {
             FieldKind::Int(s) => u32::from(s.size),
             FieldKind::Bool => 1,
-            FieldKind::Duration | FieldKind::Ptr => 8,
+            FieldKind::Duration | FieldKind::Ptr | FieldKind::Stack(_) => 8,
             FieldKind::Str { cap } => cap,
         }
     }

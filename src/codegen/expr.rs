@@ -130,6 +130,12 @@ impl<'p> Phase<'p> {
                 });
                 format!("({now} - fslat_start)")
             }
+            Builtin::Kstack => self.declare("fslat_kstack", || {
+                "__s64 fslat_kstack = fslat_stackid(ctx, &fslat_kstacks, 0, fslat_c);".into()
+            }),
+            Builtin::Ustack => self.declare("fslat_ustack", || {
+                "__u64 fslat_ustack = fslat_ustackid(ctx, &fslat_events, fslat_c);".into()
+            }),
             Builtin::Comm | Builtin::Func => {
                 unreachable!("comm and func are strings: strings go through string_ref or store")
             }

@@ -97,6 +97,10 @@ struct ProgramData {
     mode: &'static str,
     fsession: bool,
     uses_path: bool,
+    uses_kstack: bool,
+    uses_ustack: bool,
+    /// Whether the program has a ring buffer: for events, and for ustack's announcements.
+    ring: bool,
     session_count: usize,
     structs: Vec<StructData>,
     events: Vec<EventData>,
@@ -173,6 +177,9 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         mode: mode.name(),
         fsession: mode != Mode::Fentry,
         uses_path: program.uses_path,
+        uses_kstack: program.uses_kstack,
+        uses_ustack: program.uses_ustack,
+        ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
         session_count: program.sessions.len().max(1),
         structs: program
             .structs
@@ -226,6 +233,7 @@ fn field_decl(kind: FieldKind, member: &str) -> String {
         FieldKind::Int(s) => format!("{} {member}", c_int(u32::from(s.size), s.signed)),
         FieldKind::Bool => format!("__u8 {member}"),
         FieldKind::Duration | FieldKind::Ptr => format!("__u64 {member}"),
+        FieldKind::Stack(_) => format!("__u64 {member}"),
         FieldKind::Str { cap } => format!("char {member}[{cap}]"),
     }
 }

@@ -160,6 +160,7 @@ pub fn label_value(v: &Value) -> String {
         Value::Bool(b) => b.to_string(),
         Value::Ptr(p) => format!("0x{p:x}"),
         Value::Str(s) => String::from_utf8_lossy(s).into_owned(),
+        Value::Stack(s) => crate::output::stack_text(s),
     }
 }
 

@@ -19,6 +19,7 @@ fn snapshot() -> Snapshot {
             unpaired: 0,
             agg_lost: Some(4),
             functions: None,
+            stack_lost: None,
         }],
         aggregations: vec![
             AggSeries {

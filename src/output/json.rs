@@ -1,18 +1,21 @@
 //! JSON lines: one object per event, summary and aggregation, with `"type"`. Durations
 //! are integer nanoseconds in fields named `*_ns`.
 
-use super::{AggResult, AggValue, Summary, Value, Writer, field_value};
+use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
 use crate::check::program::EventSchema;
+use crate::stacks::StackTable;
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
+use std::rc::Rc;
 
 pub struct JsonWriter<W: Write> {
     out: W,
+    stacks: Option<Rc<StackTable>>,
 }
 
 impl<W: Write> JsonWriter<W> {
     pub fn new(out: W) -> Self {
-        JsonWriter { out }
+        JsonWriter { out, stacks: None }
     }
 
     fn line(&mut self, v: &Json) -> io::Result<()> {
@@ -35,6 +38,7 @@ fn json_value(v: &Value) -> Json {
         Value::Bool(b) => json!(b),
         Value::Ptr(p) => json!(format!("0x{p:x}")),
         Value::Str(s) => json!(String::from_utf8_lossy(s)),
+        Value::Stack(s) => super::stacks::stack_json(s),
     }
 }
 
@@ -49,7 +53,7 @@ impl<W: Write> Writer for JsonWriter<W> {
             if i > 0 {
                 out.write_all(b",")?;
             }
-            let v = field_value(record, f);
+            let v = event_value(record, f, self.stacks.as_deref());
             serde_json::to_writer(&mut *out, &key(&f.name, &v))?;
             out.write_all(b":")?;
             match &v {
@@ -77,6 +81,9 @@ impl<W: Write> Writer for JsonWriter<W> {
         }
         if let Some(n) = s.functions {
             v["functions"] = json!(n);
+        }
+        if let Some(lost) = s.stack_lost {
+            v["stack_lost"] = json!(lost);
         }
         self.line(&v)
     }
@@ -130,6 +137,10 @@ impl<W: Write> Writer for JsonWriter<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
+    }
+
+    fn set_stacks(&mut self, stacks: Rc<StackTable>) {
+        self.stacks = Some(stacks);
     }
 }
 

@@ -3,14 +3,19 @@
 //! C struct from.
 
 mod json;
+mod stacks;
 mod text;
 
 pub use json::JsonWriter;
+pub use stacks::stack_text;
 pub use text::TextWriter;
 
 use crate::check::program::{EventField, EventSchema, FieldKind, Program};
+use crate::stacks::{Stack, StackTable};
 use std::borrow::Cow;
 use std::io;
+use std::rc::Rc;
+use std::sync::Arc;
 
 /// A decoded value; strings borrow from the record they were read from.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +27,8 @@ pub enum Value<'a> {
     Duration(u64),
     Str(Cow<'a, [u8]>),
     Ptr(u64),
+    /// `kstack`, `ustack`: symbolized.
+    Stack(Arc<Stack>),
 }
 
 impl Value<'_> {
@@ -33,6 +40,7 @@ impl Value<'_> {
             Value::Bool(b) => Value::Bool(b),
             Value::Duration(n) => Value::Duration(n),
             Value::Ptr(p) => Value::Ptr(p),
+            Value::Stack(s) => Value::Stack(s),
         }
     }
 }
@@ -52,6 +60,8 @@ pub struct Summary {
     pub agg_lost: Option<u64>,
     /// How many functions a session of several traces; `None` for one function.
     pub functions: Option<usize>,
+    /// `None` when the session captures no stacks.
+    pub stack_lost: Option<u64>,
 }
 
 /// One aggregation's result: rows of (key values, value).
@@ -89,6 +99,9 @@ pub trait Writer {
     fn summary(&mut self, s: &Summary) -> io::Result<()>;
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()>;
     fn flush(&mut self) -> io::Result<()>;
+    /// Where events' `kstack`/`ustack` fields are looked up (the runtime sets it once the
+    /// program is loaded); without it they print as lost.
+    fn set_stacks(&mut self, stacks: Rc<StackTable>);
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -148,6 +161,26 @@ pub fn field_value<'r>(record: &'r [u8], field: &EventField) -> Value<'r> {
     read_value(&record[at..at + field.kind.size() as usize], field.kind)
 }
 
+/// The value of `field` in an event, with its stack symbolized if it is one.
+pub fn event_value<'r>(
+    record: &'r [u8],
+    field: &EventField,
+    stacks: Option<&StackTable>,
+) -> Value<'r> {
+    let v = field_value(record, field);
+    match (field.kind, v) {
+        (FieldKind::Stack(kind), Value::Unsigned(raw)) => Value::Stack(match stacks {
+            Some(t) => t.stack(kind, raw),
+            None => Arc::new(Stack {
+                kind,
+                frames: Vec::new(),
+                lost: true,
+            }),
+        }),
+        (_, v) => v,
+    }
+}
+
 /// A value of `kind` from exactly its bytes (native endian, as the kernel wrote it).
 pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value<'_> {
     let unsigned = || {
@@ -165,6 +198,8 @@ pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value<'_> {
         FieldKind::Bool => Value::Bool(bytes[0] != 0),
         FieldKind::Duration => Value::Duration(unsigned()),
         FieldKind::Ptr => Value::Ptr(unsigned()),
+        // The raw id: `event_value` or `StackTable::stack` turn it into the stack.
+        FieldKind::Stack(_) => Value::Unsigned(unsigned()),
         FieldKind::Str { .. } => {
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
             Value::Str(Cow::Borrowed(&bytes[..end]))

@@ -1,18 +1,21 @@
 //! The text format (docs/language.md, "Output"): one line per event and per summary,
 //! `KEY=VALUE` pairs, strings quoted only when they need it, durations in microseconds.
 
-use super::{AggResult, AggValue, Summary, Value, Writer, field_value};
+use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
 use crate::check::program::EventSchema;
+use crate::stacks::StackTable;
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::rc::Rc;
 
 pub struct TextWriter<W: Write> {
     out: W,
+    stacks: Option<Rc<StackTable>>,
 }
 
 impl<W: Write> TextWriter<W> {
     pub fn new(out: W) -> Self {
-        TextWriter { out }
+        TextWriter { out, stacks: None }
     }
 }
 
@@ -42,6 +45,7 @@ pub fn write_value(out: &mut impl Write, v: &Value) -> io::Result<()> {
         }
         Value::Ptr(p) => write!(out, "0x{p:x}"),
         Value::Str(s) => write_string(out, s),
+        Value::Stack(s) => super::stacks::write_stack(out, s),
     }
 }
 
@@ -154,7 +158,7 @@ impl<W: Write> Writer for TextWriter<W> {
             out.write_all(b" ")?;
             out.write_all(f.name.as_bytes())?;
             out.write_all(b"=")?;
-            write_value(out, &field_value(record, f))?;
+            write_value(out, &event_value(record, f, self.stacks.as_deref()))?;
         }
         out.write_all(b"\n")
     }
@@ -169,6 +173,9 @@ impl<W: Write> Writer for TextWriter<W> {
         }
         if let Some(n) = s.functions {
             let _ = write!(line, " functions={n}");
+        }
+        if let Some(lost) = s.stack_lost {
+            let _ = write!(line, " stack_lost={lost}");
         }
         line.push('\n');
         self.out.write_all(line.as_bytes())
@@ -217,6 +224,10 @@ impl<W: Write> Writer for TextWriter<W> {
 
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
+    }
+
+    fn set_stacks(&mut self, stacks: Rc<StackTable>) {
+        self.stacks = Some(stacks);
     }
 }
 

@@ -8,14 +8,16 @@ pub mod signals;
 
 pub use errors::RuntimeError;
 
-use crate::check::program::{Aggregation, Program};
+use crate::check::program::{Aggregation, FieldKind, Program};
 use crate::codegen::Mode;
 use crate::metrics;
-use crate::output::{AggResult, AggRow, AggValue, Decoder, Summary, Writer, read_value};
+use crate::output::{AggResult, AggRow, AggValue, Decoder, Summary, Value, Writer, read_value};
+use crate::stacks::StackTable;
 use crate::syntax::ast::AggFunc;
-use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, RingBufferBuilder};
+use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
 use std::cell::RefCell;
 use std::os::fd::AsFd;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// What the command line can change without recompiling.
@@ -105,6 +107,25 @@ pub fn run(
         links.push(link);
     }
 
+    let stacks = if program.uses_kstack || program.uses_ustack {
+        let handle = |name: &str| {
+            obj.maps()
+                .find(|m| m.name().to_string_lossy() == name)
+                .map(|m| MapHandle::try_from(&m))
+                .transpose()
+                .map_err(RuntimeError::libbpf("opening a stack map"))
+        };
+        let table = Rc::new(StackTable::new(
+            handle("fslat_kstacks")?,
+            handle("fslat_ustacks")?,
+            settings.mode,
+        ));
+        out.set_stacks(table.clone());
+        Some(table)
+    } else {
+        None
+    };
+
     let decoder = Decoder::new(program);
     let state = RefCell::new(State {
         out,
@@ -116,6 +137,10 @@ pub fn run(
         Some(map) => {
             let mut b = RingBufferBuilder::new();
             b.add(&map, |record: &[u8]| {
+                if let (Some(t), Some(tgid)) = (&stacks, announced_tgid(record)) {
+                    t.announce(tgid);
+                    return 0;
+                }
                 let mut st = state.borrow_mut();
                 match decoder.decode(record) {
                     Ok(schema) => {
@@ -168,7 +193,14 @@ pub fn run(
             && published.elapsed() >= crate::metrics::PUBLISH_EVERY
         {
             // A failed read skips one publish; the exporters keep the previous figures.
-            if let Ok(snap) = snapshot(&obj, program, settings, &st.events, started) {
+            if let Ok(snap) = snapshot(
+                &obj,
+                program,
+                settings,
+                &st.events,
+                started,
+                stacks.as_deref(),
+            ) {
                 board.publish(snap);
             }
             published = Instant::now();
@@ -225,7 +257,14 @@ pub fn run(
         in_flight,
     };
     if let Some(board) = &settings.metrics {
-        board.publish(snapshot(&obj, program, settings, &events, started)?);
+        board.publish(snapshot(
+            &obj,
+            program,
+            settings,
+            &events,
+            started,
+            stacks.as_deref(),
+        )?);
     }
     for s in &outcome.summaries {
         out.summary(s).map_err(RuntimeError::Output)?;
@@ -233,7 +272,7 @@ pub fn run(
     for s in &program.sessions {
         for a in &s.aggregations {
             let map = aggregation_map(&obj, a)?;
-            let result = read_aggregation(&map, a, &s.label)?;
+            let result = read_aggregation(&map, a, &s.label, stacks.as_deref())?;
             out.aggregation(&result).map_err(RuntimeError::Output)?;
         }
     }
@@ -259,7 +298,7 @@ fn summaries(
             .lookup_percpu(&key, MapFlags::ANY)
             .map_err(RuntimeError::libbpf("reading the counters"))?
             .unwrap_or_default();
-        let mut sum = [0u64; 6];
+        let mut sum = [0u64; 7];
         for cpu in per_cpu {
             for (i, total) in sum.iter_mut().enumerate() {
                 *total += u64_at(&cpu, i);
@@ -275,6 +314,7 @@ fn summaries(
             unpaired: sum[4],
             agg_lost: (!s.aggregations.is_empty()).then_some(sum[5]),
             functions: s.several.then_some(s.targets.len()),
+            stack_lost: s.uses_stacks().then_some(sum[6]),
             events: events[s.index],
         });
     }
@@ -288,12 +328,13 @@ fn snapshot(
     settings: &Settings,
     events: &[u64],
     start: std::time::SystemTime,
+    stacks: Option<&StackTable>,
 ) -> Result<metrics::Snapshot, RuntimeError> {
     let mut aggregations = Vec::new();
     for s in &program.sessions {
         for a in &s.aggregations {
             let map = aggregation_map(obj, a)?;
-            let rows = agg_entries(&map, a)?
+            let rows = agg_entries(&map, a, stacks)?
                 .into_iter()
                 .map(|(keys, v)| {
                     let word = |i| u64_at(&v, i);
@@ -356,7 +397,11 @@ fn stat_value(f: AggFunc, v: &[u8]) -> i64 {
 type Entry = (Vec<crate::output::Value<'static>>, Vec<u8>);
 
 /// Every entry of an aggregation map.
-fn agg_entries(map: &libbpf_rs::Map, a: &Aggregation) -> Result<Vec<Entry>, RuntimeError> {
+fn agg_entries(
+    map: &libbpf_rs::Map,
+    a: &Aggregation,
+    stacks: Option<&StackTable>,
+) -> Result<Vec<Entry>, RuntimeError> {
     let mut out = Vec::new();
     for key in map.keys() {
         let Some(v) = map
@@ -371,7 +416,13 @@ fn agg_entries(map: &libbpf_rs::Map, a: &Aggregation) -> Result<Vec<Entry>, Runt
             .map(|k| {
                 let at = k.offset as usize;
                 let size = k.kind.size() as usize;
-                read_value(key.get(at..at + size).unwrap_or(&[]), k.kind).into_owned()
+                let v = read_value(key.get(at..at + size).unwrap_or(&[]), k.kind);
+                match (k.kind, v, stacks) {
+                    (FieldKind::Stack(kind), Value::Unsigned(raw), Some(t)) => {
+                        Value::Stack(t.stack(kind, raw))
+                    }
+                    (_, v, _) => v.into_owned(),
+                }
             })
             .collect();
         out.push((keys, v));
@@ -403,12 +454,26 @@ fn u64_at(bytes: &[u8], i: usize) -> u64 {
         .map_or(0, u64::from_ne_bytes)
 }
 
+/// The process a ring buffer record announces (fslat.bpf.h, `fslat_announce`), if it is
+/// such a record.
+fn announced_tgid(record: &[u8]) -> Option<u32> {
+    const ANNOUNCE_ID: u32 = 0xffff_ffff;
+    let word = |i: usize| {
+        record
+            .get(i * 4..i * 4 + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_ne_bytes)
+    };
+    (word(0)? == ANNOUNCE_ID).then(|| word(1)).flatten()
+}
+
 fn read_aggregation(
     map: &libbpf_rs::Map,
     a: &Aggregation,
     session: &str,
+    stacks: Option<&StackTable>,
 ) -> Result<AggResult, RuntimeError> {
-    let mut rows: Vec<AggRow> = agg_entries(map, a)?
+    let mut rows: Vec<AggRow> = agg_entries(map, a, stacks)?
         .into_iter()
         .map(|(keys, v)| {
             let value = match a.func {

@@ -1,0 +1,113 @@
+//! Stacks as text and JSON (docs/language.md, "Stacks").
+
+use crate::stacks::Stack;
+use serde_json::{Value as Json, json};
+use std::io::{self, Write};
+
+/// Root first, `;` between frames, symbol names only: one flame graph line. A frame with
+/// no symbol is its address; a lost stack is `[lost]`.
+pub fn write_stack(out: &mut impl Write, s: &Stack) -> io::Result<()> {
+    if s.lost {
+        return out.write_all(b"[lost]");
+    }
+    if s.frames.is_empty() {
+        return out.write_all(b"[empty]");
+    }
+    for (i, f) in s.frames.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b";")?;
+        }
+        match &f.symbol {
+            Some(name) => out.write_all(name.as_bytes())?,
+            None => write!(out, "0x{:x}", f.addr)?,
+        }
+    }
+    Ok(())
+}
+
+/// `write_stack` as a string (metric labels).
+pub fn stack_text(s: &Stack) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_stack(&mut out, s);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// An array of frames, root first, each `{"address": "0x…", "symbol": …, "module": …}`
+/// (`null` where unknown); a lost stack is `null`.
+pub fn stack_json(s: &Stack) -> Json {
+    if s.lost {
+        return Json::Null;
+    }
+    Json::Array(
+        s.frames
+            .iter()
+            .map(|f| {
+                json!({
+                    "address": format!("0x{:x}", f.addr),
+                    "symbol": f.symbol,
+                    "module": f.module,
+                })
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::program::StackKind;
+    use crate::stacks::Frame;
+
+    fn stack() -> Stack {
+        let f = |addr, symbol: Option<&str>, module: Option<&str>| Frame {
+            addr,
+            symbol: symbol.map(String::from),
+            module: module.map(String::from),
+        };
+        Stack {
+            kind: StackKind::User,
+            frames: vec![
+                f(0x401020, Some("_start"), Some("/usr/bin/app")),
+                f(0x401234, Some("main"), Some("/usr/bin/app")),
+                f(0x7f0000001000, None, None),
+            ],
+            lost: false,
+        }
+    }
+
+    #[test]
+    fn text_is_root_first_joined_by_semicolons_with_addresses_for_unknown_frames() {
+        let mut out = Vec::new();
+        write_stack(&mut out, &stack()).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "_start;main;0x7f0000001000"
+        );
+    }
+
+    #[test]
+    fn json_is_an_array_of_frames_root_first() {
+        assert_eq!(
+            stack_json(&stack()),
+            json!([
+                {"address": "0x401020", "symbol": "_start", "module": "/usr/bin/app"},
+                {"address": "0x401234", "symbol": "main", "module": "/usr/bin/app"},
+                {"address": "0x7f0000001000", "symbol": null, "module": null},
+            ])
+        );
+    }
+
+    #[test]
+    fn a_lost_stack_says_so() {
+        let lost = Stack {
+            kind: StackKind::Kernel,
+            frames: Vec::new(),
+            lost: true,
+        };
+        let mut out = Vec::new();
+        write_stack(&mut out, &lost).unwrap();
+        assert_eq!(out, b"[lost]");
+        assert_eq!(stack_json(&lost), Json::Null);
+    }
+}

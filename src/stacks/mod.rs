@@ -1,0 +1,306 @@
+//! `kstack` and `ustack`: from the ids the BPF program stored to symbolized frames.
+//!
+//! The program keeps a stack id from `bpf_get_stackid` (fslat.bpf.h, `fslat_stackid`);
+//! the addresses live in the program's stack maps. A `StackTable` reads them by id and
+//! symbolizes them with blazesym, once per distinct stack: kernel frames from
+//! `/proc/kallsyms` (modules included), user frames from the ELF symbols (and DWARF) of
+//! the files mapped in the traced process, through its `/proc/PID/maps`. The mappings of
+//! a process are read when the program first announces it (`announce`), so a process that
+//! has exited by the time fslat prints is still symbolized.
+
+mod modules;
+
+use crate::check::program::StackKind;
+use crate::codegen::Mode;
+use blazesym::symbolize::source::{Kernel, Process, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use blazesym::{MaybeDefault, Pid};
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// One frame of a stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The return address (or, for the innermost user frame, the instruction pointer).
+    pub addr: u64,
+    /// The function, without offset; `None` when it could not be symbolized.
+    pub symbol: Option<String>,
+    /// `kernel`, a kernel module's name, or the path of the user ELF file.
+    pub module: Option<String>,
+}
+
+/// A symbolized stack, root first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stack {
+    pub kind: StackKind,
+    /// Empty when the stack was lost.
+    pub frames: Vec<Frame>,
+    /// Not captured or not stored (counted in the summary's `stack_lost`).
+    pub lost: bool,
+}
+
+/// Symbol names go into `;`-joined flame graph lines: no separators inside a name.
+fn clean_symbol(name: &str) -> String {
+    name.chars()
+        .map(|c| match c {
+            ';' => ':',
+            c if c.is_whitespace() => '_',
+            c => c,
+        })
+        .collect()
+}
+
+/// Frames of fslat's own BPF program and its trampoline, innermost in every kernel stack:
+/// named so in kallsyms, or (where the kernel lists no trampoline symbol) JIT code that
+/// the nearest symbol below would misname.
+fn is_own_frame(f: &Frame) -> bool {
+    f.module.as_deref() == Some(JIT)
+        || f.symbol
+            .as_deref()
+            .is_some_and(|s| s.starts_with("bpf_prog_") || s.starts_with("bpf_trampoline_"))
+}
+
+/// The module of a frame in code the BPF JIT made.
+const JIT: &str = "[bpf]";
+
+/// How far into a function the return address of its patched entry call lies at most
+/// (a 5-byte call, after a 4-byte `endbr64` with IBT).
+const ENTRY_PATCH: u64 = 16;
+
+/// A symbolized address.
+#[derive(Clone)]
+struct Resolved {
+    name: String,
+    module: Option<String>,
+    /// Of the address itself into the function.
+    offset: u64,
+}
+
+/// A kernel stack, innermost first, without the frames that are fslat's: its program,
+/// the trampoline, and (`entry_frame`: fexit trampolines have one, fsession ones do not)
+/// the return into the traced function's patched entry; so it ends with the caller.
+fn callers(mut frames: Vec<(Frame, u64)>, entry_frame: bool) -> Vec<Frame> {
+    let own = frames.iter().take_while(|(f, _)| is_own_frame(f)).count();
+    frames.drain(..own);
+    if entry_frame && frames.first().is_some_and(|(_, at)| *at < ENTRY_PATCH) {
+        frames.remove(0);
+    }
+    frames.into_iter().map(|(f, _)| f).collect()
+}
+
+pub struct StackTable {
+    kernel: Option<MapHandle>,
+    user: Option<MapHandle>,
+    symbolizer: Symbolizer,
+    modules: modules::Modules,
+    entry_frame: bool,
+    cache: RefCell<HashMap<(StackKind, u64), Arc<Stack>>>,
+}
+
+impl StackTable {
+    /// A table over the program's kernel and user stack maps (either may be absent), for
+    /// programs attached in `mode`.
+    pub fn new(kernel: Option<MapHandle>, user: Option<MapHandle>, mode: Mode) -> Self {
+        StackTable {
+            entry_frame: mode == Mode::Fentry,
+            kernel,
+            user,
+            symbolizer: Symbolizer::builder()
+                .enable_code_info(false)
+                .enable_inlined_fns(false)
+                .build(),
+            modules: modules::Modules::read(),
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The program saw user stacks of `tgid` for the first time: keep its mappings now,
+    /// while it lives. A process that is already gone is symbolized as far as possible.
+    pub fn announce(&self, tgid: u32) {
+        if tgid == 0 {
+            return;
+        }
+        let mut cache = blazesym::symbolize::cache::Process::new(Pid::from(tgid));
+        cache.cache_perf_map = false;
+        let _ = self
+            .symbolizer
+            .cache(&blazesym::symbolize::cache::Cache::Process(cache));
+    }
+
+    /// The stack a `kstack`/`ustack` field or key holds (`raw` as the program stored it:
+    /// the id for kernel stacks; tgid in the high and id in the low 32 bits for user
+    /// stacks).
+    pub fn stack(&self, kind: StackKind, raw: u64) -> Arc<Stack> {
+        if let Some(s) = self.cache.borrow().get(&(kind, raw)) {
+            return s.clone();
+        }
+        let stack = Arc::new(self.resolve(kind, raw));
+        self.cache.borrow_mut().insert((kind, raw), stack.clone());
+        stack
+    }
+
+    fn resolve(&self, kind: StackKind, raw: u64) -> Stack {
+        let (id, tgid) = match kind {
+            StackKind::Kernel => (raw as i64, 0),
+            StackKind::User => (i64::from(raw as u32 as i32), (raw >> 32) as u32),
+        };
+        let map = match kind {
+            StackKind::Kernel => self.kernel.as_ref(),
+            StackKind::User => self.user.as_ref(),
+        };
+        let lost = Stack {
+            kind,
+            frames: Vec::new(),
+            lost: true,
+        };
+        let (Some(map), Ok(id)) = (map, u32::try_from(id)) else {
+            return lost;
+        };
+        let Ok(Some(bytes)) = map.lookup(&id.to_ne_bytes(), MapFlags::ANY) else {
+            return lost;
+        };
+        let addrs: Vec<u64> = bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or_default()))
+            .take_while(|&a| a != 0)
+            .collect();
+        let mut frames = match kind {
+            StackKind::Kernel => callers(self.kernel_frames(&addrs), self.entry_frame),
+            StackKind::User => self.user_frames(tgid, &addrs),
+        };
+        frames.reverse();
+        Stack {
+            kind,
+            frames,
+            lost: false,
+        }
+    }
+
+    /// Symbolizes return addresses: each is looked up one byte back, inside the call
+    /// instruction, so a call that ends its function names the caller.
+    fn symbolize(&self, src: &Source, addrs: &[u64]) -> Vec<Option<Resolved>> {
+        let back: Vec<u64> = addrs.iter().map(|a| a.saturating_sub(1)).collect();
+        match self.symbolizer.symbolize(src, Input::AbsAddr(&back)) {
+            Ok(syms) => syms
+                .into_iter()
+                .map(|s| match s {
+                    Symbolized::Sym(sym) => Some(Resolved {
+                        name: clean_symbol(&sym.name),
+                        module: sym.module.map(|m| m.to_string_lossy().into_owned()),
+                        offset: sym.offset as u64 + 1,
+                    }),
+                    Symbolized::Unknown(_) => None,
+                })
+                .collect(),
+            Err(_) => vec![None; addrs.len()],
+        }
+    }
+
+    /// Frames with each one's offset into its function (`u64::MAX` when unknown).
+    fn kernel_frames(&self, addrs: &[u64]) -> Vec<(Frame, u64)> {
+        let kernel = Kernel {
+            vmlinux: MaybeDefault::None,
+            debug_syms: false,
+            ..Kernel::default()
+        };
+        let syms = self.symbolize(&Source::Kernel(kernel), addrs);
+        addrs
+            .iter()
+            .zip(syms)
+            .map(|(&addr, sym)| {
+                let offset = sym.as_ref().map_or(u64::MAX, |r| r.offset);
+                let frame = Frame {
+                    addr,
+                    module: Some(if self.modules.is_jit(addr) {
+                        JIT.to_string()
+                    } else {
+                        self.modules.module_of(addr).to_string()
+                    }),
+                    symbol: sym.map(|r| r.name),
+                };
+                (frame, offset)
+            })
+            .collect()
+    }
+
+    fn user_frames(&self, tgid: u32, addrs: &[u64]) -> Vec<Frame> {
+        let syms = if tgid == 0 {
+            vec![None; addrs.len()]
+        } else {
+            let mut process = Process::new(Pid::from(tgid));
+            // The paths in the mappings, not /proc/PID/map_files: those vanish with the
+            // process, and its mappings may have been kept by `announce`.
+            process.map_files = false;
+            process.perf_map = false;
+            self.symbolize(&Source::Process(process), addrs)
+        };
+        addrs
+            .iter()
+            .zip(syms)
+            .map(|(&addr, sym)| match sym {
+                Some(r) => Frame {
+                    addr,
+                    symbol: Some(r.name),
+                    module: r.module,
+                },
+                None => Frame {
+                    addr,
+                    symbol: None,
+                    module: None,
+                },
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbol_names_never_split_a_flame_graph_line() {
+        assert_eq!(
+            clean_symbol("operator new(unsigned long)"),
+            "operator_new(unsigned_long)"
+        );
+        assert_eq!(clean_symbol("a;b"), "a:b");
+    }
+
+    #[test]
+    fn own_frames_are_the_program_and_its_trampoline() {
+        let f = |s: &str| Frame {
+            addr: 1,
+            symbol: Some(s.into()),
+            module: None,
+        };
+        assert!(is_own_frame(&f("bpf_prog_6deef7357e7b4530_fslat_exit_0")));
+        assert!(is_own_frame(&f("bpf_trampoline_6442508954")));
+        assert!(!is_own_frame(&f("vfs_read")));
+    }
+
+    #[test]
+    fn a_kernel_stack_ends_with_the_caller_of_the_traced_function() {
+        let f = |s: &str| Frame {
+            addr: 1,
+            symbol: Some(s.into()),
+            module: Some("kernel".into()),
+        };
+        let names = |v: Vec<Frame>| v.into_iter().filter_map(|f| f.symbol).collect::<Vec<_>>();
+        let fexit = vec![
+            (f("bpf_prog_1_fslat_exit_0"), 40),
+            (f("bpf_trampoline_6442508954"), 90),
+            (f("vfs_read"), 5),
+            (f("ksys_read"), 107),
+            (f("do_syscall_64"), 61),
+        ];
+        assert_eq!(names(callers(fexit, true)), ["ksys_read", "do_syscall_64"]);
+        let fsession = vec![
+            (f("bpf_prog_1_fslat_session_0"), 40),
+            (f("bpf_trampoline_6442508954"), 90),
+            (f("__x64_sys_pread64"), 14),
+        ];
+        assert_eq!(names(callers(fsession, false)), ["__x64_sys_pread64"]);
+    }
+}
