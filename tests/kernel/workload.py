@@ -30,6 +30,75 @@ def ordinary_reads(n):
             os.pread(fd, 1, i % 64)
 
 
+def preads_and_reads(n, m):
+    """n one-byte pread(2) calls, then m one-byte read(2) calls, of a regular file."""
+    with tempfile.TemporaryFile(dir="/tmp") as f:
+        f.write(b"x" * 64)
+        f.flush()
+        fd = f.fileno()
+        for i in range(n):
+            os.pread(fd, 1, i % 64)
+        for i in range(m):
+            os.lseek(fd, i % 64, os.SEEK_SET)
+            os.read(fd, 1)
+
+
+# Two named functions, one calling the other, with frame pointers; the inner one makes the
+# read system call itself (inline, no libc wrapper: glibc is built without frame pointers,
+# and the kernel's frame-pointer walk would skip the wrapper's caller).
+USTACK_C = r"""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static inline __attribute__((always_inline)) long sys_read(int fd, void *buf, unsigned long n)
+{
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"(0), "D"(fd), "S"(buf), "d"(n)
+                     : "rcx", "r11", "memory");
+    return ret;
+}
+
+__attribute__((noinline)) long read_chunk(int fd, char *buf)
+{
+    return sys_read(fd, buf, 1);
+}
+
+__attribute__((noinline)) long load_config(int fd, int n)
+{
+    char buf[1];
+    long total = 0;
+    for (int i = 0; i < n; i++)
+        total += read_chunk(fd, buf);
+    return total;
+}
+
+int main(int argc, char **argv)
+{
+    int fd = open(argv[0], O_RDONLY);
+    if (fd < 0 || load_config(fd, atoi(argv[1])) != atoi(argv[1]))
+        return 1;
+    /* Exit soon after, but not within moments of the first traced call: fslat reads
+       the mappings when it first sees the process (docs/language.md, "Stacks"). */
+    usleep(300000);
+    return 0;
+}
+"""
+
+
+def build_ustack_program():
+    """Compiles USTACK_C (gcc, else clang) into a new directory in /tmp; its path."""
+    import shutil
+    import subprocess
+    cc = shutil.which("gcc") or shutil.which("clang")
+    d = tempfile.mkdtemp(prefix="fslat-ustack-", dir="/tmp")
+    src, exe = os.path.join(d, "ustack.c"), os.path.join(d, "ustack")
+    with open(src, "w") as f:
+        f.write(USTACK_C)
+    subprocess.run([cc, "-O0", "-fno-omit-frame-pointer", "-o", exe, src], check=True)
+    return exe
+
+
 def blocked_in_pipe_read(pid, tid):
     """Whether thread tid of pid sleeps in the kernel's pipe read (per its wchan)."""
     try:
@@ -126,6 +195,11 @@ def main():
     s.add_argument("--delay-ms", type=int, default=50)
     s = sub.add_parser("reads", help="N one-byte reads of a file")
     s.add_argument("n", type=int)
+    s = sub.add_parser("preads-reads", help="N pread calls, then M read calls, of a file")
+    s.add_argument("n", type=int)
+    s.add_argument("m", type=int)
+    s = sub.add_parser("ustack-c", help="exec a C program: main, load_config, read_chunk: N reads")
+    s.add_argument("n", type=int)
     sub.add_parser("ebadf", help="a read on a write-only descriptor")
     s = sub.add_parser("threads", help="T threads reading for SECONDS, one slow read")
     s.add_argument("threads", type=int)
@@ -145,6 +219,7 @@ def main():
     s.add_argument("seconds", type=float)
     a = p.parse_args()
 
+    ustack_exe = build_ustack_program() if a.what == "ustack-c" else None
     print(os.getpid(), flush=True)
     wait_for(a.go)
     if a.what == "slow-read":
@@ -152,6 +227,11 @@ def main():
         slow_pipe_read(a.delay_ms)
     elif a.what == "reads":
         ordinary_reads(a.n)
+    elif a.what == "preads-reads":
+        preads_and_reads(a.n, a.m)
+    elif a.what == "ustack-c":
+        # The same process, so the same pid, becomes the C program.
+        os.execv(ustack_exe, [ustack_exe, str(a.n)])
     elif a.what == "ebadf":
         fd = os.open("/tmp/fslat-ebadf", os.O_WRONLY | os.O_CREAT, 0o600)
         try:
