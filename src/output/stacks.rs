@@ -5,7 +5,8 @@ use serde_json::{Value as Json, json};
 use std::io::{self, Write};
 
 /// Root first, `;` between frames, symbol names only: one flame graph line. A frame with
-/// no symbol is its address; a lost stack is `[lost]`.
+/// no symbol is its file and offset (`[libc.so.6]+0x2724a`) when the file is known, else
+/// its address; a lost stack is `[lost]`.
 pub fn write_stack(out: &mut impl Write, s: &Stack) -> io::Result<()> {
     if s.lost {
         return out.write_all(b"[lost]");
@@ -17,9 +18,13 @@ pub fn write_stack(out: &mut impl Write, s: &Stack) -> io::Result<()> {
         if i > 0 {
             out.write_all(b";")?;
         }
-        match &f.symbol {
-            Some(name) => out.write_all(name.as_bytes())?,
-            None => write!(out, "0x{:x}", f.addr)?,
+        match (&f.symbol, &f.module, f.file_offset) {
+            (Some(name), _, _) => out.write_all(name.as_bytes())?,
+            (None, Some(path), Some(off)) => {
+                let file = path.rsplit('/').next().unwrap_or(path);
+                write!(out, "[{file}]+0x{off:x}")?
+            }
+            _ => write!(out, "0x{:x}", f.addr)?,
         }
     }
     Ok(())
@@ -64,12 +69,17 @@ mod tests {
             addr,
             symbol: symbol.map(String::from),
             module: module.map(String::from),
+            file_offset: None,
         };
         Stack {
             kind: StackKind::User,
             frames: vec![
                 f(0x401020, Some("_start"), Some("/usr/bin/app")),
                 f(0x401234, Some("main"), Some("/usr/bin/app")),
+                Frame {
+                    file_offset: Some(0x2724a),
+                    ..f(0x7f000002724a, None, Some("/usr/lib/libc.so.6"))
+                },
                 f(0x7f0000001000, None, None),
             ],
             lost: false,
@@ -82,7 +92,7 @@ mod tests {
         write_stack(&mut out, &stack()).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "_start;main;0x7f0000001000"
+            "_start;main;[libc.so.6]+0x2724a;0x7f0000001000"
         );
     }
 
@@ -93,6 +103,7 @@ mod tests {
             json!([
                 {"address": "0x401020", "symbol": "_start", "module": "/usr/bin/app"},
                 {"address": "0x401234", "symbol": "main", "module": "/usr/bin/app"},
+                {"address": "0x7f000002724a", "symbol": null, "module": "/usr/lib/libc.so.6"},
                 {"address": "0x7f0000001000", "symbol": null, "module": null},
             ])
         );

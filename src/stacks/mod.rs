@@ -8,6 +8,7 @@
 //! a process are read when the program first announces it (`announce`), so a process that
 //! has exited by the time fslat prints is still symbolized.
 
+mod maps;
 mod modules;
 
 use crate::check::program::StackKind;
@@ -29,6 +30,8 @@ pub struct Frame {
     pub symbol: Option<String>,
     /// `kernel`, a kernel module's name, or the path of the user ELF file.
     pub module: Option<String>,
+    /// For a user frame with no symbol: its offset in `module`.
+    pub file_offset: Option<u64>,
 }
 
 /// A symbolized stack, root first.
@@ -96,6 +99,8 @@ pub struct StackTable {
     symbolizer: Symbolizer,
     modules: modules::Modules,
     entry_frame: bool,
+    /// Mappings of the processes announced, read when they were.
+    mappings: RefCell<HashMap<u32, Vec<maps::Mapping>>>,
     cache: RefCell<HashMap<(StackKind, u64), Arc<Stack>>>,
 }
 
@@ -112,6 +117,7 @@ impl StackTable {
                 .enable_inlined_fns(false)
                 .build(),
             modules: modules::Modules::read(),
+            mappings: RefCell::new(HashMap::new()),
             cache: RefCell::new(HashMap::new()),
         }
     }
@@ -127,6 +133,7 @@ impl StackTable {
         let _ = self
             .symbolizer
             .cache(&blazesym::symbolize::cache::Cache::Process(cache));
+        self.mappings.borrow_mut().insert(tgid, maps::read(tgid));
     }
 
     /// The stack a `kstack`/`ustack` field or key holds (`raw` as the program stored it:
@@ -213,6 +220,7 @@ impl StackTable {
                 let offset = sym.as_ref().map_or(u64::MAX, |r| r.offset);
                 let frame = Frame {
                     addr,
+                    file_offset: None,
                     module: Some(if self.modules.is_jit(addr) {
                         JIT.to_string()
                     } else {
@@ -244,12 +252,21 @@ impl StackTable {
                     addr,
                     symbol: Some(r.name),
                     module: r.module,
+                    file_offset: None,
                 },
-                None => Frame {
-                    addr,
-                    symbol: None,
-                    module: None,
-                },
+                None => {
+                    let mappings = self.mappings.borrow();
+                    let at = mappings
+                        .get(&tgid)
+                        .and_then(|m| maps::locate(m, addr.saturating_sub(1)));
+                    Frame {
+                        addr,
+                        symbol: None,
+                        module: at.map(|(path, _)| path.to_string()),
+                        // The return address's own offset, as printed addresses are.
+                        file_offset: at.map(|(_, off)| off + 1),
+                    }
+                }
             })
             .collect()
     }
@@ -274,6 +291,7 @@ mod tests {
             addr: 1,
             symbol: Some(s.into()),
             module: None,
+            file_offset: None,
         };
         assert!(is_own_frame(&f("bpf_prog_6deef7357e7b4530_fslat_exit_0")));
         assert!(is_own_frame(&f("bpf_trampoline_6442508954")));
@@ -286,6 +304,7 @@ mod tests {
             addr: 1,
             symbol: Some(s.into()),
             module: Some("kernel".into()),
+            file_offset: None,
         };
         let names = |v: Vec<Frame>| v.into_iter().filter_map(|f| f.symbol).collect::<Vec<_>>();
         let fexit = vec![
