@@ -617,7 +617,15 @@ fn run(args: &Args) -> Result<(), CliError> {
     // The parse needs no kernel.
     if args.emit == Some(Emit::Ast) {
         let ast = crate::syntax::parse(&text).map_err(script_error(&name, &text))?;
-        return write_output(args.run.output.as_ref(), format!("{ast:#?}\n").as_bytes());
+        // Pretty-printing grows with the square of the nesting: a deep tree (a generated
+        // filter of thousands of terms) is printed on one line instead.
+        let flat = format!("{ast:?}\n");
+        let text = if flat.len() < 100_000 {
+            format!("{ast:#?}\n")
+        } else {
+            flat
+        };
+        return write_output(args.run.output.as_ref(), text.as_bytes());
     }
     let kernel = load_kernel_types(args.run.btf.as_ref())?;
     let mode = resolve_mode(args.run.mode, &kernel)?;

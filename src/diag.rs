@@ -90,6 +90,12 @@ pub enum DiagKind {
         found: String,
     },
     DivisionByZero,
+    TooDeep {
+        limit: usize,
+    },
+    TooManyOperators {
+        limit: usize,
+    },
     ShiftOutOfRange {
         by: i128,
     },
@@ -199,6 +205,12 @@ impl DiagKind {
                 found,
             } => format!("`{func}()` needs {expected}, not {found}"),
             DivisionByZero => "division by zero".into(),
+            TooDeep { limit } => format!(
+                "parentheses nest deeper than {limit} levels here; fslat accepts at most {limit}"
+            ),
+            TooManyOperators { limit } => format!(
+                "the script has more than {limit} operators; fslat accepts at most {limit} (split a generated filter across sessions, or use -p/-c)"
+            ),
             ShiftOutOfRange { by } => {
                 format!("a shift by {by}: values are 64 bits wide, so shifts take 0 .. 63")
             }

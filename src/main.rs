@@ -1,3 +1,18 @@
 fn main() {
-    std::process::exit(fslat::cli::main());
+    // The parser, checker and code generator recurse over the script's expression tree;
+    // a generous stack (only the pages used are ever committed) lets long generated
+    // filters (thousands of `or` terms) through, and syntax::parse refuses what is deeper.
+    let main = std::thread::Builder::new()
+        .name("fslat".into())
+        .stack_size(256 << 20)
+        .spawn(fslat::cli::main);
+    let status = match main.map(std::thread::JoinHandle::join) {
+        Ok(Ok(status)) => status,
+        Ok(Err(_)) => 101,
+        Err(e) => {
+            eprintln!("fslat: error: cannot start: {e}");
+            1
+        }
+    };
+    std::process::exit(status);
 }

@@ -536,3 +536,11 @@ fn a_listen_port_in_use_ends_the_run_before_tracing() {
     );
     assert!(!err.contains("Tracing"), "{err}");
 }
+fn a_generated_filter_of_4000_terms_compiles_without_crashing() {
+    let terms: Vec<String> = (0..4000).map(|i| format!("tgid == {i}")).collect();
+    let script = format!("session vfs_read where {}", terms.join(" or "));
+    for emit in ["ast", "c"] {
+        let out = fslat_with_stdin(&["--emit", emit, "-o", "/dev/null", "-"], Some(&script));
+        assert!(out.status.success(), "--emit {emit}: {}", text(&out.stderr));
+    }
+}

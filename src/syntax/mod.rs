@@ -15,6 +15,9 @@ struct Grammar;
 
 /// Parses a whole script. Errors come back as diagnostics pointing into `source`.
 pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
+    if let Some(d) = too_complex(source) {
+        return Err(vec![d]);
+    }
     pest::set_error_detail(true);
     let mut pairs =
         Grammar::parse(Rule::script, source).map_err(|e| vec![parse_error(e, source)])?;
@@ -371,6 +374,82 @@ fn unescape(body: &str, offset: usize, errors: &mut Vec<Diagnostic>) -> Vec<u8> 
     out
 }
 
+/// How deep parentheses may nest, and how many operators a script may hold: every later
+/// stage walks expressions recursively, so these bound the stack it needs (documented in
+/// docs/language.md). A generated filter of thousands of `or` terms stays well inside.
+pub const MAX_NESTING: usize = 1000;
+pub const MAX_OPERATORS: usize = 10_000;
+
+/// A diagnostic when `source` nests parentheses deeper than MAX_NESTING or holds more
+/// than MAX_OPERATORS operators; checked on the raw text (strings and comments skipped)
+/// before the parser recurses into it.
+fn too_complex(source: &str) -> Option<Diagnostic> {
+    let bytes = source.as_bytes();
+    let (mut depth, mut operators, mut i) = (0usize, 0usize, 0usize);
+    let mut word_start = true;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\n' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(Diagnostic::new(
+                        i..i + 1,
+                        DiagKind::TooDeep { limit: MAX_NESTING },
+                    ));
+                }
+            }
+            b')' => depth = depth.saturating_sub(1),
+            // A run such as `==` or `<<` is one operator.
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>' | b'=' | b'!'
+            | b'~' => {
+                let prev = i.checked_sub(1).map(|p| bytes[p]);
+                if !prev.is_some_and(|p| b"&|<>=!".contains(&p) && b"&|<>=".contains(&b)) {
+                    operators += 1;
+                }
+            }
+            b'a' | b'o' | b'n' if word_start => {
+                let rest = &source[i..];
+                let word = rest
+                    .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap_or("");
+                if matches!(word, "and" | "or" | "not") {
+                    operators += 1;
+                }
+            }
+            _ => {}
+        }
+        if operators > MAX_OPERATORS {
+            return Some(Diagnostic::new(
+                i..i + 1,
+                DiagKind::TooManyOperators {
+                    limit: MAX_OPERATORS,
+                },
+            ));
+        }
+        word_start = !(b.is_ascii_alphanumeric() || b == b'_');
+        i += 1;
+    }
+    None
+}
+
 /// Turns pest's error into words a user can act on.
 fn parse_error(e: pest::error::Error<Rule>, source: &str) -> Diagnostic {
     use pest::error::{ErrorVariant, InputLocation};
@@ -465,4 +544,54 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::EOI => "the end of the script",
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod limits {
+    use super::*;
+
+    fn refusal(source: &str) -> DiagKind {
+        let mut diags = parse(source).expect_err("refused");
+        assert_eq!(diags.len(), 1);
+        diags.remove(0).kind
+    }
+
+    #[test]
+    fn parentheses_deeper_than_the_limit_are_refused_before_parsing() {
+        let deep = format!(
+            "session vfs_read where {}tgid == 1{}",
+            "(".repeat(MAX_NESTING + 1),
+            ")".repeat(MAX_NESTING + 1)
+        );
+        assert!(matches!(refusal(&deep), DiagKind::TooDeep { .. }));
+    }
+
+    #[test]
+    fn more_operators_than_the_limit_are_refused_before_parsing() {
+        let many = format!(
+            "session vfs_read where {}tgid == 1",
+            "not ".repeat(MAX_OPERATORS + 1)
+        );
+        assert!(matches!(refusal(&many), DiagKind::TooManyOperators { .. }));
+    }
+
+    #[test]
+    fn operators_inside_strings_and_comments_do_not_count() {
+        let text = format!(
+            "# {}\nsession vfs_read where comm == \"{}\"",
+            "(".repeat(MAX_NESTING + 1),
+            "+".repeat(MAX_OPERATORS + 1)
+        );
+        // Refused for the long string, not for nesting or operators.
+        match parse(&text) {
+            Ok(_) => {}
+            Err(d) => assert!(
+                d.iter().all(|d| !matches!(
+                    d.kind,
+                    DiagKind::TooDeep { .. } | DiagKind::TooManyOperators { .. }
+                )),
+                "{d:?}"
+            ),
+        }
+    }
 }
