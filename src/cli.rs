@@ -460,6 +460,11 @@ fn open_interruptible(path: &std::path::Path) -> std::io::Result<std::fs::File> 
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL in the path"))?;
     loop {
+        // A signal that came before the open began would not interrupt it (a second
+        // one does).
+        if signals::stop_requested() {
+            return Err(std::io::ErrorKind::Interrupted.into());
+        }
         // SAFETY: a valid NUL-terminated path; the descriptor is owned by the File.
         let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
         if fd >= 0 {

@@ -2,10 +2,14 @@ fn main() {
     // The parser, checker and code generator recurse over the script's expression tree;
     // a generous stack (only the pages used are ever committed) lets long generated
     // filters (thousands of `or` terms) through, and syntax::parse refuses what is deeper.
+    fslat::runtime::signals::block_in_this_thread();
     let main = std::thread::Builder::new()
         .name("fslat".into())
         .stack_size(256 << 20)
-        .spawn(fslat::cli::main);
+        .spawn(|| {
+            fslat::runtime::signals::unblock_in_this_thread();
+            fslat::cli::main()
+        });
     let status = match main.map(std::thread::JoinHandle::join) {
         Ok(Ok(status)) => status,
         Ok(Err(_)) => 101,

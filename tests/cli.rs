@@ -482,8 +482,23 @@ fn a_signal_while_waiting_for_a_script_ends_with_130() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("run fslat");
-        sleep(Duration::from_millis(300));
         let pid = child.id().to_string();
+        // Wait until fslat is blocked opening the FIFO (openat is system call 257).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let in_open = || {
+            std::fs::read_dir(format!("/proc/{pid}/task"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|t| {
+                    std::fs::read_to_string(t.path().join("syscall"))
+                        .is_ok_and(|s| s.starts_with("257 "))
+                })
+        };
+        while !in_open() {
+            assert!(Instant::now() < deadline, "fslat never opened the FIFO");
+            sleep(Duration::from_millis(20));
+        }
         assert!(
             Command::new("kill")
                 .args([signal, &pid])
@@ -536,6 +551,8 @@ fn a_listen_port_in_use_ends_the_run_before_tracing() {
     );
     assert!(!err.contains("Tracing"), "{err}");
 }
+
+#[test]
 fn a_generated_filter_of_4000_terms_compiles_without_crashing() {
     let terms: Vec<String> = (0..4000).map(|i| format!("tgid == {i}")).collect();
     let script = format!("session vfs_read where {}", terms.join(" or "));

@@ -39,3 +39,27 @@ pub fn restore_sigterm() {
         libc::signal(libc::SIGTERM, libc::SIG_DFL);
     }
 }
+
+/// Blocks SIGINT and SIGTERM in the calling thread (and the threads it starts after);
+/// `main` does this before starting the thread that runs fslat, which unblocks them with
+/// `unblock_in_this_thread`: the signals then reach that thread, so its blocking system
+/// calls (opening a FIFO, waiting for clang) are the ones they interrupt.
+pub fn block_in_this_thread() {
+    set_mask(libc::SIG_BLOCK);
+}
+
+pub fn unblock_in_this_thread() {
+    set_mask(libc::SIG_UNBLOCK);
+}
+
+fn set_mask(how: libc::c_int) {
+    // SAFETY: a zeroed sigset filled by sigemptyset/sigaddset; pthread_sigmask only
+    // changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
