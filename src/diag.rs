@@ -121,6 +121,13 @@ pub enum DiagKind {
         func: String,
         reason: String,
     },
+    /// The script needs a kernel feature this kernel lacks.
+    NeedsFeature {
+        what: String,
+        feature: &'static str,
+        since: &'static str,
+        kernel: String,
+    },
     ByValueStruct {
         ty: String,
     },
@@ -231,6 +238,14 @@ impl DiagKind {
             Untraceable { func, reason } => {
                 format!("`{func}` cannot be traced with fentry/fexit or fsession: {reason}")
             }
+            NeedsFeature {
+                what,
+                feature,
+                since,
+                kernel,
+            } => format!(
+                "{what} needs {feature}, which Linux {since} brought; {kernel} does not have it"
+            ),
             ByValueStruct { ty } => {
                 format!(
                     "this parameter is a struct passed by value (`{ty}`); fslat reads fields through pointers only"

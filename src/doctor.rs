@@ -4,7 +4,7 @@
 //! attached for real, which is the only honest test (lockdown, a disabled ftrace and
 //! missing trampolines all show up there and nowhere else).
 
-use crate::btf::{Btf, KernelTypes};
+use crate::btf::{Btf, FEATURES, Feature, Features, KernelTypes};
 use crate::build::{cache_dir, find_clang};
 use std::ffi::CString;
 use std::io::Write;
@@ -97,6 +97,9 @@ fn checks() -> Vec<Check> {
     let btf = btf.ok();
     checks.push(tracing_check(btf.as_ref(), privileged));
     checks.push(fsession_check(btf.as_ref(), privileged));
+    if let Some(b) = &btf {
+        checks.extend(feature_checks(&b.features()));
+    }
     checks.push(clang());
     checks.push(cache());
     checks
@@ -332,6 +335,33 @@ fn tracing_check(btf: Option<&Btf>, privileged: bool) -> Check {
         NAME,
         format!("test fentry and fexit programs loaded and attached ({target})"),
     )
+}
+
+/// The kernel features fslat adapts to besides fsession (which has its own, loading
+/// check): each is in BTF or not, and fslat works either way.
+fn feature_checks(features: &Features) -> Vec<Check> {
+    FEATURES
+        .iter()
+        .filter(|i| i.feature != Feature::Fsession)
+        .map(|i| {
+            if features.has(i.feature) {
+                Check::ok(
+                    i.name,
+                    format!("{} in BTF (Linux {}): {}", i.btf_value, i.since, i.used_for),
+                )
+            } else {
+                Check::missing(
+                    i.name,
+                    format!(
+                        "not in this kernel (no {} in its BTF; it arrived in Linux {})",
+                        i.btf_value, i.since
+                    ),
+                    format!("nothing needed: {}", i.without),
+                )
+                .optional()
+            }
+        })
+        .collect()
 }
 
 fn fsession_check(btf: Option<&Btf>, privileged: bool) -> Check {

@@ -212,3 +212,123 @@ fn scripts_compile_or_fail_as_expected() {
     assert!(count > 10, "the corpus is missing");
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+// ---------------------------------------------------------------------------------------
+// Programs for a kernel without the newer BPF features (Linux 5.10: no BPF atomics with
+// fetch or compare-and-swap, no task storage, no bpf_loop): every script of the corpus
+// that compiles for the fixture kernel must compile for the same kernel without them, in
+// fentry mode, to an object whose instructions and maps 5.10 accepts; one that uses
+// `path()` must be refused by the check instead, naming bpf_loop. The kernel cases load
+// them on a real 5.10.
+
+/// BPF_STX | BPF_ATOMIC, 32- and 64-bit: the only atomic 5.10 knows is the plain add
+/// (imm 0, BPF_ADD without BPF_FETCH); or, and, xor, xchg, cmpxchg and the fetching forms
+/// came in 5.12.
+const ATOMIC_W: u8 = 0xc3;
+const ATOMIC_DW: u8 = 0xdb;
+
+/// What in the object 5.10 would refuse, if anything.
+fn refused_by_510(object: &[u8]) -> Vec<String> {
+    let mut why = Vec::new();
+    let obj = libbpf_rs::ObjectBuilder::default()
+        .name("fslat")
+        .expect("a valid object name")
+        .open_memory(object)
+        .expect("libbpf opens the object");
+    for p in obj.progs() {
+        for (i, insn) in p.insns().iter().enumerate() {
+            if matches!(insn.code, ATOMIC_W | ATOMIC_DW) && insn.imm != 0 {
+                why.push(format!(
+                    "{} insn {i}: atomic op {:#x} (5.12+)",
+                    p.name().to_string_lossy(),
+                    insn.imm
+                ));
+            }
+        }
+    }
+    for m in obj.maps() {
+        if m.map_type() == libbpf_rs::MapType::TaskStorage {
+            why.push(format!(
+                "map {}: task storage (5.11+)",
+                m.name().to_string_lossy()
+            ));
+        }
+    }
+    why
+}
+
+#[test]
+fn corpus_builds_for_linux_5_10() {
+    let kernel = Fixture::with_features(fslat::btf::Features::default());
+    let compilers = compilers();
+    let mut failures = Vec::new();
+    let mut built = 0;
+    let mut refused = 0;
+    for path in scripts("tests/cases")
+        .into_iter()
+        .chain(scripts("examples"))
+        .filter(|p| !p.with_extension("err").exists())
+    {
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(&path).expect("read script");
+        // Only what compiles for a kernel with every feature is in question here.
+        if fslat::compile(&text, &Fixture::new(), Mode::Fentry).is_err() {
+            continue;
+        }
+        match fslat::compile(&text, &kernel, Mode::Fentry) {
+            Err(diags) => {
+                let path_refused = diags.iter().all(|d| {
+                    matches!(
+                        &d.kind,
+                        fslat::diag::DiagKind::NeedsFeature {
+                            feature: "bpf_loop",
+                            ..
+                        }
+                    )
+                });
+                if path_refused && text.contains("path(") {
+                    refused += 1;
+                } else {
+                    failures.push(format!("{name}: refused: {diags:?}"));
+                }
+            }
+            Ok((_, c)) => {
+                for (clang, compiler) in &compilers {
+                    match compiler.compile_with_warnings(&c) {
+                        Ok((obj, warnings)) => {
+                            if !warnings.is_empty() {
+                                failures
+                                    .push(format!("{name} ({clang}): clang warned:\n{warnings}"));
+                            }
+                            for why in refused_by_510(&obj) {
+                                failures.push(format!("{name} ({clang}): {why}"));
+                            }
+                        }
+                        Err(e) => failures.push(format!("{name} ({clang}): {e}")),
+                    }
+                }
+                built += 1;
+            }
+        }
+    }
+    assert!(built > 10, "the corpus is missing");
+    assert!(refused > 0, "no script of the corpus uses path()");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The same scripts for a kernel with every feature do use compare-and-swap for min/max
+/// and task storage for fentry mode: the check above would see them.
+#[test]
+fn the_check_sees_what_5_10_lacks() {
+    let clang = find_clang(None).expect("clang is installed (tests/vm/setup-host)");
+    let compiler = Compiler::new(clang, false).expect("clang runs");
+    let text = "session vfs_read { min(count); max(count) }";
+    let (_, c) = fslat::compile(text, &Fixture::new(), Mode::Fentry).expect("compiles");
+    let why = refused_by_510(&compiler.compile(&c).expect("builds"));
+    assert!(why.iter().any(|w| w.contains("atomic op 0xf1")), "{why:?}");
+    assert!(why.iter().any(|w| w.contains("task storage")), "{why:?}");
+}

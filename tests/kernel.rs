@@ -14,11 +14,13 @@ use std::process::{Child, Command, ExitCode, ExitStatus, Stdio};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-const KERNELS: [&str; 2] = ["sid", "bookworm"];
+/// The guests, newest first: Debian's sid (7.x), trixie (6.12), bookworm (6.1) and
+/// bullseye (5.10) cloud kernels.
+const KERNELS: [&str; 4] = ["sid", "trixie", "bookworm", "bullseye"];
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 const FSLAT: &str = env!("CARGO_BIN_EXE_fslat");
 /// Default for the whole guest run of one kernel (boot, every case, power-off).
-const DEFAULT_VM_TIMEOUT: u64 = 1200;
+const DEFAULT_VM_TIMEOUT: u64 = 1500;
 /// Where the guest's cases keep their files (the guest's /tmp is a fresh tmpfs).
 const GUEST_WORK: &str = "/tmp/fslat-kernel";
 /// The last line the guest prints; the host reads the counts from it.
@@ -74,6 +76,8 @@ struct Tally {
     passed: u64,
     failed: u64,
     skipped: u64,
+    /// Wall-clock seconds of the whole guest run (host side only).
+    secs: f64,
 }
 
 fn host(args: &[String]) -> ExitCode {
@@ -108,7 +112,10 @@ fn host(args: &[String]) -> ExitCode {
         None => KERNELS.iter().map(|k| k.to_string()).collect(),
     };
     if let Some(bad) = kernels.iter().find(|k| !KERNELS.contains(&k.as_str())) {
-        println!("kernel test: FSLAT_KERNELS names '{bad}'; the kernels are sid and bookworm");
+        println!(
+            "kernel test: FSLAT_KERNELS names '{bad}'; the kernels are {}",
+            KERNELS.join(", ")
+        );
         println!("0 passed, 1 failed");
         return ExitCode::FAILURE;
     }
@@ -160,8 +167,8 @@ fn host(args: &[String]) -> ExitCode {
         println!();
         for (k, t) in &summaries {
             println!(
-                "kernel {k}: {} run, {} passed, {} failed, {} skipped",
-                t.run, t.passed, t.failed, t.skipped
+                "kernel {k}: {} run, {} passed, {} failed, {} skipped ({:.0} s)",
+                t.run, t.passed, t.failed, t.skipped, t.secs
             );
         }
     }
@@ -282,6 +289,7 @@ fn run_kernel(kernel: &str, timeout: u64, filter: Option<&str>) -> Tally {
         println!("kernel {kernel}: FAILED: {p}");
         t.failed += 1;
     }
+    t.secs = secs;
     println!(
         "kernel {kernel}: {} cases run, {} passed, {} failed ({secs:.0} s)",
         t.run, t.passed, t.failed
@@ -311,12 +319,65 @@ fn parse_result(s: &str) -> Option<Tally> {
 // Case files
 // ---------------------------------------------------------------------------------------
 
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Requires {
+/// What a kernel has that cases may depend on, each detected in the guest from the names
+/// in its BTF (independently of fslat's own detection, which cases check against this).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Feature {
+    /// `BPF_TRACE_FSESSION` in `enum bpf_attach_type` (Linux 7.0).
     Fsession,
-    NoFsession,
     /// One program attached to many functions (Linux 7.2: `BPF_TRACE_FSESSION_MULTI`).
     FsessionMulti,
+    /// `BPF_FUNC_loop` (5.17): `path()`.
+    BpfLoop,
+    /// `BPF_FUNC_task_storage_get` (5.11): the fallback's per-task call stack.
+    TaskStorage,
+    /// BPF atomics with fetch and compare-and-swap (5.12), recognised by
+    /// `BPF_FUNC_check_mtu`, the helper the same release added.
+    Atomics,
+}
+
+const FEATURES: [(Feature, &str, &str); 5] = [
+    (Feature::Fsession, "fsession", "BPF_TRACE_FSESSION"),
+    (
+        Feature::FsessionMulti,
+        "fsession-multi",
+        "BPF_TRACE_FSESSION_MULTI",
+    ),
+    (Feature::BpfLoop, "bpf_loop", "BPF_FUNC_loop"),
+    (
+        Feature::TaskStorage,
+        "task_storage",
+        "BPF_FUNC_task_storage_get",
+    ),
+    (Feature::Atomics, "atomics", "BPF_FUNC_check_mtu"),
+];
+
+impl Feature {
+    fn name(self) -> &'static str {
+        FEATURES
+            .iter()
+            .find(|(f, ..)| *f == self)
+            .map_or("?", |(_, n, _)| n)
+    }
+}
+
+/// What each guest must have: a guest that does not match would silently turn cases into
+/// skips.
+fn expected_features(kernel: &str) -> Option<&'static [Feature]> {
+    use Feature::*;
+    Some(match kernel {
+        "sid" => &[Fsession, FsessionMulti, BpfLoop, TaskStorage, Atomics],
+        "trixie" | "bookworm" => &[BpfLoop, TaskStorage, Atomics],
+        "bullseye" => &[],
+        _ => return None,
+    })
+}
+
+/// One `REQUIRES` word: a feature the kernel must have (`bpf_loop`) or lack (`no-bpf_loop`).
+#[derive(Clone, Copy, PartialEq, Debug)]
+struct Requires {
+    feature: Feature,
+    present: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -386,7 +447,7 @@ enum Expect {
 #[derive(Debug)]
 struct Case {
     name: String,
-    requires: Option<Requires>,
+    requires: Vec<Requires>,
     workload: Option<Vec<String>>,
     prog: Option<String>,
     args: Vec<String>,
@@ -404,7 +465,7 @@ struct Case {
 
 fn parse_case(text: &str) -> Result<Case, String> {
     let mut name = None;
-    let mut requires = None;
+    let mut requires: Option<Vec<Requires>> = None;
     let mut workload = None;
     let mut prog: Option<String> = None;
     let mut args = Vec::new();
@@ -446,17 +507,27 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 name = Some(rest.to_string());
             }
             "REQUIRES" => {
+                need("features")?;
                 once(requires.is_some())?;
-                requires = Some(match rest {
-                    "fsession" => Requires::Fsession,
-                    "no-fsession" => Requires::NoFsession,
-                    "fsession-multi" => Requires::FsessionMulti,
-                    _ => {
+                let mut all = Vec::new();
+                for word in rest.split_whitespace() {
+                    let (present, name) = match word.strip_prefix("no-") {
+                        Some(n) => (false, n),
+                        None => (true, word),
+                    };
+                    let Some((feature, ..)) = FEATURES.iter().find(|(_, n, _)| *n == name) else {
+                        let names: Vec<&str> = FEATURES.iter().map(|(_, n, _)| *n).collect();
                         return Err(err(format!(
-                            "REQUIRES {rest:?}: fsession, no-fsession or fsession-multi"
+                            "REQUIRES {word:?}: a feature ({}), or no-FEATURE",
+                            names.join(", ")
                         )));
-                    }
-                });
+                    };
+                    all.push(Requires {
+                        feature: *feature,
+                        present,
+                    });
+                }
+                requires = Some(all);
             }
             "WORKLOAD" => {
                 need("workload.py arguments")?;
@@ -576,7 +647,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     }
     Ok(Case {
         name,
-        requires,
+        requires: requires.unwrap_or_default(),
         workload,
         prog,
         args,
@@ -634,17 +705,26 @@ fn guest(kernel: &str) -> ExitCode {
         .unwrap_or_else(|e| format!("(unknown: {e})"));
     println!("kernel: {release}");
     let btf = fs::read("/sys/kernel/btf/vmlinux");
-    let fsession = btf
-        .as_ref()
-        .is_ok_and(|b| b.windows(18).any(|w| w == b"BPF_TRACE_FSESSION"));
+    // A BTF string is NUL-terminated and follows another's NUL.
+    let has = |name: &str| {
+        let needle = format!("\0{name}\0");
+        btf.as_ref()
+            .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+    };
+    let features: Vec<Feature> = FEATURES
+        .iter()
+        .filter(|(_, _, btf_name)| has(btf_name))
+        .map(|(f, ..)| *f)
+        .collect();
+    let yes_no = |f: Feature| if features.contains(&f) { "yes" } else { "no" };
     println!(
-        "features: fsession={}, fentry=yes",
-        if fsession { "yes" } else { "no" }
+        "features: {}",
+        FEATURES
+            .iter()
+            .map(|(f, n, _)| format!("{n}={}", yes_no(*f)))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    let multi_name = b"BPF_TRACE_FSESSION_MULTI";
-    let fsession_multi = btf
-        .as_ref()
-        .is_ok_and(|b| b.windows(multi_name.len()).any(|w| w == multi_name));
 
     let mut t = Tally::default();
     if let Err(e) = &btf {
@@ -654,26 +734,24 @@ fn guest(kernel: &str) -> ExitCode {
             format!("cannot read it: {e}"),
         );
     }
-    // The two guests are chosen for what they lack or have: a guest that does not match
-    // would silently turn the fsession cases (or the fentry-only ones) into skips.
-    let expected = match kernel {
-        "sid" => Some(true),
-        "bookworm" => Some(false),
-        _ => None,
-    };
-    if let Some(want) = expected
-        && want != fsession
-    {
-        engine_fail(
-            &mut t,
-            "(engine): feature detection",
-            format!(
-                "the {kernel} guest ({release}) is expected to {} fsession, but \
-                 /sys/kernel/btf/vmlinux {} BPF_TRACE_FSESSION",
-                if want { "have" } else { "lack" },
-                if fsession { "names" } else { "does not name" }
-            ),
-        );
+    // The guests are chosen for what they lack or have: a guest that does not match
+    // would silently turn cases into skips.
+    if let Some(want) = expected_features(kernel) {
+        for (f, name, btf_name) in FEATURES {
+            let (wanted, got) = (want.contains(&f), features.contains(&f));
+            if wanted != got {
+                engine_fail(
+                    &mut t,
+                    "(engine): feature detection",
+                    format!(
+                        "the {kernel} guest ({release}) is expected to {} {name}, but \
+                         /sys/kernel/btf/vmlinux {} {btf_name}",
+                        if wanted { "have" } else { "lack" },
+                        if got { "names" } else { "does not name" }
+                    ),
+                );
+            }
+        }
     }
 
     let filter = env_nonempty("FSLAT_CASES");
@@ -712,32 +790,23 @@ fn guest(kernel: &str) -> ExitCode {
                 continue;
             }
         };
-        match case.requires {
-            Some(Requires::Fsession) if !fsession => {
-                t.skipped += 1;
+        if let Some(r) = case
+            .requires
+            .iter()
+            .find(|r| features.contains(&r.feature) != r.present)
+        {
+            t.skipped += 1;
+            let name = r.feature.name();
+            if r.present {
                 println!(
-                    "skip {file}: {} (needs fsession; {release} has none)",
+                    "skip {file}: {} (needs {name}; {release} has none)",
                     case.name
                 );
-                continue;
+            } else {
+                println!("skip {file}: {} (needs a kernel without {name})", case.name);
             }
-            Some(Requires::FsessionMulti) if !fsession_multi => {
-                t.skipped += 1;
-                println!(
-                    "skip {file}: {} (needs fsession multi-attach; {release} has none)",
-                    case.name
-                );
-                continue;
-            }
-            Some(Requires::NoFsession) if fsession => {
-                t.skipped += 1;
-                println!(
-                    "skip {file}: {} (needs a kernel without fsession)",
-                    case.name
-                );
-                continue;
-            }
-            _ => {}
+            let _ = std::io::stdout().flush();
+            continue;
         }
         t.run += 1;
         let stem = file.trim_end_matches(".case");

@@ -6,7 +6,7 @@
 //! with [`Btf`], so type ids and every answer behave exactly as with a real kernel's BTF.
 //! [`Fixture::bytes`] gives the blob, e.g. to write it to a file for `--btf FILE`.
 
-use super::{Btf, Field, FuncSig, KType, KernelTypes, TypeId};
+use super::{Btf, FEATURES, Feature, Features, Field, FuncSig, KType, KernelTypes, TypeId};
 
 /// A hand-built kernel: see the module documentation.
 #[derive(Debug)]
@@ -22,18 +22,23 @@ impl Default for Fixture {
 }
 
 impl Fixture {
-    /// A kernel that has fsession (`BPF_TRACE_FSESSION` in `enum bpf_attach_type`).
+    /// A kernel that has every feature (fsession: `BPF_TRACE_FSESSION` in
+    /// `enum bpf_attach_type`; the others in `enum bpf_func_id`).
     pub fn new() -> Fixture {
-        Fixture::build(true)
+        Fixture::with_features(Features::all())
     }
 
-    /// The same kernel without fsession.
+    /// The same kernel without fsession (as Linux 6.x).
     pub fn without_fsession() -> Fixture {
-        Fixture::build(false)
+        Fixture::with_features(Features {
+            fsession: false,
+            ..Features::all()
+        })
     }
 
-    fn build(fsession: bool) -> Fixture {
-        let bytes = kernel(fsession).encode();
+    /// The same kernel with just these features (`Features::default()`: as Linux 5.10).
+    pub fn with_features(features: Features) -> Fixture {
+        let bytes = kernel(features).encode();
         let btf = match Btf::from_bytes(bytes.clone()) {
             Ok(btf) => btf,
             Err(e) => unreachable!("the fixture's own BTF does not parse: {e}"),
@@ -78,6 +83,12 @@ impl KernelTypes for Fixture {
     }
     fn has_fsession(&self) -> bool {
         self.btf.has_fsession()
+    }
+    fn features(&self) -> Features {
+        self.btf.features()
+    }
+    fn describe(&self) -> String {
+        "the test kernel".into()
     }
 }
 
@@ -145,7 +156,7 @@ const BPF_ATTACH_TYPES: &[&str] = &[
 ];
 
 /// The fixture kernel. Integer names are DWARF's, as pahole writes them into vmlinux BTF.
-fn kernel(fsession: bool) -> Builder {
+fn kernel(features: Features) -> Builder {
     use Member::{Bits, F};
     let mut b = Builder::default();
 
@@ -349,11 +360,19 @@ fn kernel(fsession: bool) -> Builder {
         .enumerate()
         .map(|(i, &n)| (n, i as i64))
         .collect();
-    if fsession {
+    if features.fsession {
         attach_types.push(("BPF_TRACE_FSESSION", attach_types.len() as i64));
     }
     attach_types.push(("__MAX_BPF_ATTACH_TYPE", attach_types.len() as i64));
     b.enum_("bpf_attach_type", 4, false, &attach_types);
+    // The helpers that show the other features; the values are made up.
+    let mut func_ids: Vec<(&'static str, i64)> = vec![("BPF_FUNC_unspec", 0)];
+    for i in FEATURES.iter().filter(|i| i.feature != Feature::Fsession) {
+        if features.has(i.feature) {
+            func_ids.push((i.btf_value, func_ids.len() as i64));
+        }
+    }
+    b.enum_("bpf_func_id", 4, false, &func_ids);
 
     // The functions, in no particular order (as in vmlinux).
     b.func(

@@ -2,9 +2,11 @@
 //! fields, and whether the kernel has fsession. `Btf` reads them from a BTF file (normally
 //! `/sys/kernel/btf/vmlinux`); `Fixture` is a small hand-built kernel for tests.
 
+mod features;
 mod fixture;
 mod vmlinux;
 
+pub use features::{FEATURES, Feature, FeatureInfo, Features};
 pub use fixture::Fixture;
 pub use vmlinux::{Btf, BtfError, VMLINUX_PATH};
 
@@ -91,5 +93,14 @@ pub trait KernelTypes {
     /// (Linux 7.2: `BPF_TRACE_FSESSION_MULTI` and `BPF_LINK_TYPE_TRACING_MULTI`).
     fn has_fsession_multi(&self) -> bool {
         false
+    }
+    /// What this kernel's BPF can do (decided from its BTF, see `features`).
+    fn features(&self) -> Features {
+        Features::all()
+    }
+    /// The kernel these types describe, for messages: "Linux 6.1.0-57-cloud-amd64", or the
+    /// BTF file given with --btf.
+    fn describe(&self) -> String {
+        "this kernel".into()
     }
 }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{Field, FuncSig, KType, KernelTypes, Param, TypeId};
+use super::{FEATURES, Features, Field, FuncSig, KType, KernelTypes, Param, TypeId};
 
 /// Where the running kernel exposes its own BTF.
 pub const VMLINUX_PATH: &str = "/sys/kernel/btf/vmlinux";
@@ -125,6 +125,10 @@ pub struct Btf {
     funcs: OnceLock<FuncIndex>,
     /// Lookups made by scanning so far.
     scans: AtomicU32,
+    /// The kernel's features, found on first use (one pass over the enums).
+    features: OnceLock<Features>,
+    /// Where the BTF came from, for messages; None for bytes in memory.
+    origin: Option<PathBuf>,
 }
 
 type FuncIndex = HashMap<u64, TypeId, BuildHasherDefault<PreHashed>>;
@@ -347,7 +351,9 @@ impl Btf {
                 Blob::Owned(v)
             }
         };
-        Btf::parse(data).map_err(|e| e.with_path(path))
+        let mut btf = Btf::parse(data).map_err(|e| e.with_path(path))?;
+        btf.origin = Some(path.to_path_buf());
+        Ok(btf)
     }
 
     /// A raw BTF blob.
@@ -443,6 +449,8 @@ impl Btf {
             str_end,
             funcs: OnceLock::new(),
             scans: AtomicU32::new(0),
+            features: OnceLock::new(),
+            origin: None,
         })
     }
 
@@ -772,6 +780,28 @@ impl Btf {
         None
     }
 
+    /// Every value name of the enums named in `enums`, in one pass over the types.
+    fn enum_values(&self, enums: &[&str]) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for id in 1..self.types.len() as TypeId {
+            let Some(r) = self.rec(id) else { continue };
+            let stride = match r.kind {
+                KIND_ENUM => 8,
+                KIND_ENUM64 => 12,
+                _ => continue,
+            };
+            let name = self.name(&r);
+            if !enums.contains(&name) {
+                continue;
+            }
+            for i in 0..r.vlen {
+                let [name_off] = self.entry::<1>(&r, stride, i);
+                out.push((name.to_string(), self.str_at(name_off).to_string()));
+            }
+        }
+        out
+    }
+
     fn enum_has(&self, enum_name: &str, value_name: &str) -> bool {
         (1..self.types.len() as TypeId).any(|id| {
             let Some(r) = self.rec(id) else { return false };
@@ -896,13 +926,40 @@ impl KernelTypes for Btf {
     }
 
     fn has_fsession(&self) -> bool {
-        self.enum_has("bpf_attach_type", "BPF_TRACE_FSESSION")
+        self.features().fsession
     }
 
     fn has_fsession_multi(&self) -> bool {
         self.enum_has("bpf_attach_type", "BPF_TRACE_FSESSION_MULTI")
             && self.enum_has("bpf_link_type", "BPF_LINK_TYPE_TRACING_MULTI")
     }
+
+    fn features(&self) -> Features {
+        *self.features.get_or_init(|| {
+            let enums: Vec<&str> = FEATURES.iter().map(|i| i.btf_enum).collect();
+            let values = self.enum_values(&enums);
+            Features::from_btf(|e, v| values.iter().any(|(en, va)| en == e && va == v))
+        })
+    }
+
+    fn describe(&self) -> String {
+        match &self.origin {
+            Some(p) if p == Path::new(VMLINUX_PATH) => match kernel_release() {
+                Some(r) => format!("this kernel (Linux {r})"),
+                None => "this kernel".into(),
+            },
+            Some(p) => format!("the kernel described by {}", p.display()),
+            None => "this kernel".into(),
+        }
+    }
+}
+
+/// The running kernel's release, as `uname -r` prints it.
+pub fn kernel_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]

@@ -99,6 +99,7 @@ pub fn check_with(
         uses_path: cx.uses_path,
         uses_kstack: cx.uses_kstack,
         uses_ustack: cx.uses_ustack,
+        features: kernel.features(),
     })
 }
 
@@ -533,6 +534,23 @@ impl<'k> Checker<'k> {
                     found: arg.ty.describe(),
                 },
             ));
+        }
+        if !self.kernel.features().bpf_loop {
+            let info = crate::btf::Feature::BpfLoop.info();
+            let d = Diagnostic::new(
+                func.span.clone(),
+                DiagKind::NeedsFeature {
+                    what: "`path()`".into(),
+                    feature: info.name,
+                    since: info.since,
+                    kernel: self.kernel.describe(),
+                },
+            )
+            .hint(format!(
+                "run the script on Linux {} or later, or leave out path()",
+                info.since
+            ));
+            return Err(self.error_with(d));
         }
         self.uses_path = true;
         Ok(Expr {

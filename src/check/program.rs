@@ -20,6 +20,9 @@ pub struct Program {
     /// Whether any session captures `ustack` (the user stack map, and the ring buffer
     /// that announces each process whose stacks must be symbolized).
     pub uses_ustack: bool,
+    /// What the kernel the program was checked against can do: codegen picks the code
+    /// for it (e.g. plain stores for min/max without BPF atomics).
+    pub features: crate::btf::Features,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -101,6 +101,10 @@ struct ProgramData {
     uses_ustack: bool,
     /// Whether the program has a ring buffer: for events, and for ustack's announcements.
     ring: bool,
+    /// BPF atomics with fetch/cmpxchg (5.12+); without, min/max are plain stores.
+    atomics: bool,
+    /// fentry mode's call stacks in task storage (5.11+), else in a hash map.
+    task_storage: bool,
     session_count: usize,
     structs: Vec<StructData>,
     events: Vec<EventData>,
@@ -180,6 +184,8 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         uses_kstack: program.uses_kstack,
         uses_ustack: program.uses_ustack,
         ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
+        atomics: program.features.atomics,
+        task_storage: program.features.task_storage,
         session_count: program.sessions.len().max(1),
         structs: program
             .structs

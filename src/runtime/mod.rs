@@ -86,25 +86,34 @@ pub fn run(
     }
     let obj = open.load().map_err(|e| errors::load_error(e, program))?;
 
+    // fentry mode: every fexit program before any fentry program, so that each entry
+    // pushed has its return attached (a call returning in between would leave its entry
+    // behind). A call already in flight at attach pushed nothing: its return finds its
+    // task's stack empty.
     let mut links = Vec::new();
     let mut multi_links = Vec::new();
-    for prog in obj.progs_mut() {
-        let name = prog.name().to_string_lossy().into_owned();
-        if let Some(s) = multi_session(program, &name) {
-            let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
-            let failed = |reason: String| RuntimeError::MultiAttach {
-                session: s.label.clone(),
-                reason,
-            };
-            let ids = multi::function_ids(&funcs).map_err(failed)?;
-            let link = multi::attach(prog.as_fd(), &ids).map_err(|e| failed(e.to_string()))?;
-            multi_links.push(link);
-            continue;
+    for exits in [true, false] {
+        for prog in obj.progs_mut() {
+            let name = prog.name().to_string_lossy().into_owned();
+            if name.starts_with("fslat_exit_") != exits {
+                continue;
+            }
+            if let Some(s) = multi_session(program, &name) {
+                let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
+                let failed = |reason: String| RuntimeError::MultiAttach {
+                    session: s.label.clone(),
+                    reason,
+                };
+                let ids = multi::function_ids(&funcs).map_err(failed)?;
+                let link = multi::attach(prog.as_fd(), &ids).map_err(|e| failed(e.to_string()))?;
+                multi_links.push(link);
+                continue;
+            }
+            let link = prog
+                .attach()
+                .map_err(|e| errors::attach_error(e, program, &name))?;
+            links.push(link);
         }
-        let link = prog
-            .attach()
-            .map_err(|e| errors::attach_error(e, program, &name))?;
-        links.push(link);
     }
 
     let stacks = if program.uses_kstack || program.uses_ustack {
@@ -207,18 +216,20 @@ pub fn run(
         }
     }
 
+    // Task storage cannot be listed: only the hash map of kernels without it is counted.
     let in_flight: Vec<(String, usize)> = program
         .sessions
         .iter()
         .filter_map(|s| {
-            // One map per function: `fslat_starts_I`, or `fslat_starts_I_T` for several.
-            let name = format!("fslat_starts_{}", s.index);
+            // One map per function: `fslat_calls_I`, or `fslat_calls_I_T` for several.
+            let name = format!("fslat_calls_{}", s.index);
             let prefix = format!("{name}_");
             let maps: Vec<_> = obj
                 .maps()
                 .filter(|m| {
                     let n = m.name().to_string_lossy();
-                    n == name || n.starts_with(&prefix)
+                    (n == name || n.starts_with(&prefix))
+                        && m.map_type() == libbpf_rs::MapType::Hash
                 })
                 .collect();
             (!maps.is_empty())

@@ -7,6 +7,7 @@ makes no reads), so a test can start it, learn its pid, attach fslat, then let i
 
 import argparse
 import os
+import socket
 import sys
 import tempfile
 import threading
@@ -132,9 +133,40 @@ def slow_pipe_read(delay_ms, ask=1):
     assert data == b"!"
 
 
-def slow_fifo_read(delay_ms, name):
-    """One read of one byte from a named FIFO whose writer waits delay_ms first."""
-    path = os.path.join("/tmp", name)
+def tcp_sends(port, sends, gap_ms):
+    """A loopback TCP connection to `port`, all in this thread: connect, `sends` one-byte
+    sends (TCP_NODELAY, each read by the server before the next, gap_ms apart), close.
+
+    The client's socket (destination port `port`) transmits exactly sends + 4 segments:
+    SYN, the handshake's ACK, one per send, FIN, and the ACK of the server's FIN. Loopback
+    delivers each in a softirq nested in its transmit, where the server's ACK is
+    transmitted: a call of the same function nested on the same thread.
+    """
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", port))
+    srv.listen(1)
+    cli = socket.create_connection(("127.0.0.1", port))
+    cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn, _ = srv.accept()
+    for _ in range(sends):
+        cli.send(b"x")
+        assert conn.recv(16) == b"x"
+        time.sleep(gap_ms / 1000)
+    cli.close()
+    assert conn.recv(16) == b""
+    conn.close()
+    srv.close()
+
+
+def slow_fifo_read(delay_ms, name, depth=0):
+    """One read of one byte from a named FIFO whose writer waits delay_ms first; with
+    `depth` N, the FIFO is /tmp/fslat-deep/d1/d2/.../dN/NAME."""
+    base = "/tmp"
+    if depth:
+        base = os.path.join("/tmp", "fslat-deep", *[f"d{i}" for i in range(1, depth + 1)])
+        os.makedirs(base, exist_ok=True)
+    path = os.path.join(base, name)
     if os.path.exists(path):
         os.unlink(path)
     os.mkfifo(path)
@@ -208,6 +240,11 @@ def main():
     s = sub.add_parser("slow-fifo", help="one slow read of a named FIFO in /tmp")
     s.add_argument("--delay-ms", type=int, default=50)
     s.add_argument("--name", default="fslat-slow-fifo")
+    s.add_argument("--depth", type=int, default=0, help="in N nested directories")
+    s = sub.add_parser("tcp", help="a loopback TCP connection: N one-byte sends")
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--sends", type=int, default=10)
+    s.add_argument("--gap-ms", type=int, default=10)
     s = sub.add_parser("slow-write", help="a slow read, then a write that waits for room")
     s.add_argument("--delay-ms", type=int, default=50)
     s = sub.add_parser("open", help="create PATH, then open it for reading")
@@ -232,6 +269,8 @@ def main():
     elif a.what == "ustack-c":
         # The same process, so the same pid, becomes the C program.
         os.execv(ustack_exe, [ustack_exe, str(a.n)])
+    elif a.what == "tcp":
+        tcp_sends(a.port, a.sends, a.gap_ms)
     elif a.what == "ebadf":
         fd = os.open("/tmp/fslat-ebadf", os.O_WRONLY | os.O_CREAT, 0o600)
         try:
@@ -252,7 +291,7 @@ def main():
         for t in ts:
             t.join()
     elif a.what == "slow-fifo":
-        slow_fifo_read(a.delay_ms, a.name)
+        slow_fifo_read(a.delay_ms, a.name, a.depth)
     elif a.what == "slow-write":
         slow_pipe_read(a.delay_ms)
         slow_pipe_write(a.delay_ms)

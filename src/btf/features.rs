@@ -1,0 +1,162 @@
+//! What the kernel's BPF can do, as far as fslat's programs care. The one place that
+//! decides it: each feature is recognised by a name in the kernel's BTF (an enum value of
+//! the UAPI), so `--btf FILE` describes another kernel as fully as `/sys/kernel/btf/vmlinux`
+//! describes this one.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Feature {
+    /// fsession programs: one program at entry and return (Linux 7.0).
+    Fsession,
+    /// The `bpf_loop` helper (5.17): `path()` walks dentries with it.
+    BpfLoop,
+    /// Task-local storage for tracing programs (5.11): the fallback's per-task call stack.
+    TaskStorage,
+    /// BPF atomics with fetch and compare-and-swap (5.12): exact min and max under
+    /// concurrent updates. 5.10 has only the plain atomic add.
+    Atomics,
+}
+
+/// How a feature is named, which kernel brought it, what fslat uses it for and the BTF
+/// enum value that shows it.
+pub struct FeatureInfo {
+    pub feature: Feature,
+    pub name: &'static str,
+    pub since: &'static str,
+    pub used_for: &'static str,
+    /// What fslat does on a kernel without it.
+    pub without: &'static str,
+    pub btf_enum: &'static str,
+    pub btf_value: &'static str,
+}
+
+pub const FEATURES: [FeatureInfo; 4] = [
+    FeatureInfo {
+        feature: Feature::Fsession,
+        name: "fsession",
+        since: "7.0",
+        used_for: "one program per session at entry and return",
+        without: "each session runs as an fentry + fexit pair",
+        btf_enum: "bpf_attach_type",
+        btf_value: "BPF_TRACE_FSESSION",
+    },
+    FeatureInfo {
+        feature: Feature::BpfLoop,
+        name: "bpf_loop",
+        since: "5.17",
+        used_for: "path()",
+        without: "scripts that use path() are refused",
+        btf_enum: "bpf_func_id",
+        btf_value: "BPF_FUNC_loop",
+    },
+    FeatureInfo {
+        feature: Feature::TaskStorage,
+        name: "task_storage",
+        since: "5.11",
+        used_for: "fentry mode's per-task stack of calls in flight",
+        without: "fentry mode keeps the stacks in a map keyed by thread id",
+        btf_enum: "bpf_func_id",
+        btf_value: "BPF_FUNC_task_storage_get",
+    },
+    // The atomic instructions are not named in BTF; `bpf_check_mtu` came with them in 5.12.
+    FeatureInfo {
+        feature: Feature::Atomics,
+        name: "atomics",
+        since: "5.12",
+        used_for: "exact min() and max() under concurrent updates of one key",
+        without: "min() and max() are plain stores: exact unless two CPUs update one key at the same instant",
+        btf_enum: "bpf_func_id",
+        btf_value: "BPF_FUNC_check_mtu",
+    },
+];
+
+impl Feature {
+    pub fn info(self) -> &'static FeatureInfo {
+        FEATURES
+            .iter()
+            .find(|i| i.feature == self)
+            .expect("every feature is in FEATURES")
+    }
+}
+
+/// The features one kernel has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Features {
+    pub fsession: bool,
+    pub bpf_loop: bool,
+    pub task_storage: bool,
+    pub atomics: bool,
+}
+
+impl Features {
+    /// Every feature: what fslat assumes of a kernel it knows nothing about.
+    pub fn all() -> Features {
+        Features {
+            fsession: true,
+            bpf_loop: true,
+            task_storage: true,
+            atomics: true,
+        }
+    }
+
+    /// Decides each feature with `has(enum, value)`: whether the kernel's BTF has that
+    /// enum value.
+    pub fn from_btf(has: impl Fn(&str, &str) -> bool) -> Features {
+        let mut f = Features::default();
+        for i in &FEATURES {
+            if has(i.btf_enum, i.btf_value) {
+                f.set(i.feature, true);
+            }
+        }
+        f
+    }
+
+    pub fn has(&self, f: Feature) -> bool {
+        match f {
+            Feature::Fsession => self.fsession,
+            Feature::BpfLoop => self.bpf_loop,
+            Feature::TaskStorage => self.task_storage,
+            Feature::Atomics => self.atomics,
+        }
+    }
+
+    pub fn set(&mut self, f: Feature, on: bool) {
+        match f {
+            Feature::Fsession => self.fsession = on,
+            Feature::BpfLoop => self.bpf_loop = on,
+            Feature::TaskStorage => self.task_storage = on,
+            Feature::Atomics => self.atomics = on,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::{Fixture, KernelTypes};
+
+    /// Each feature is read back from BTF exactly as the fixture was built with it.
+    #[test]
+    fn features_come_from_btf() {
+        assert_eq!(Fixture::new().features(), Features::all());
+        assert_eq!(
+            Fixture::with_features(Features::default()).features(),
+            Features::default()
+        );
+        for i in &FEATURES {
+            let mut only = Features::default();
+            only.set(i.feature, true);
+            assert_eq!(Fixture::with_features(only).features(), only, "{}", i.name);
+            let mut all_but = Features::all();
+            all_but.set(i.feature, false);
+            assert_eq!(
+                Fixture::with_features(all_but).features(),
+                all_but,
+                "{}",
+                i.name
+            );
+        }
+        assert!(!Fixture::without_fsession().has_fsession());
+    }
+}
