@@ -367,10 +367,28 @@ struct file___fslat {
 	struct path___fslat f_path;
 } __attribute__((preserve_access_index));
 
+/*
+ * State of one path() between bpf_loop steps (bpf_loop keeps the verifier's work linear in
+ * the loop body instead of exponential in the iterations). It lives in the scratch map,
+ * not on the stack: kernels before 6.7 verify a bpf_loop callback once, with the caller's
+ * stack as it was at the call (n = 0, more = false), and then remove the branches that
+ * state says are never taken (`n >= FSLAT_PATH_DEPTH`, `if (w->more)`), so on 6.1 a deep
+ * path came out as a wrong component with no leaf and no "...". Map memory is never
+ * assumed to hold a known value, so every kernel runs the code as written.
+ */
+struct fslat_path_walk {
+	struct dentry___fslat *d;
+	struct mount___fslat *m;
+	__u32 n;
+	__u32 off;
+	bool more;
+};
+
 /* Twice the cap, so a read of FSLAT_PATH_CAP bytes at any offset below the cap fits. */
 struct fslat_path_scratch {
 	const void *names[FSLAT_PATH_DEPTH];
 	char buf[FSLAT_PATH_CAP * 2];
+	struct fslat_path_walk w;
 };
 
 struct {
@@ -379,16 +397,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct fslat_path_scratch);
 } fslat_path_scratch SEC(".maps");
-
-/* State of one path() between bpf_loop steps (bpf_loop keeps the verifier's work
- * linear in the loop body instead of exponential in the iterations). */
-struct fslat_path_walk {
-	struct dentry___fslat *d;
-	struct mount___fslat *m;
-	__u32 n;
-	__u32 off;
-	bool more;
-};
 
 static struct fslat_path_scratch *fslat_path_buf(void)
 {
@@ -399,13 +407,13 @@ static struct fslat_path_scratch *fslat_path_buf(void)
 /* One step up: to the parent dentry, or across a mount point; 1 ends the walk. */
 static long fslat_path_up(__u64 i, void *ctx)
 {
-	struct fslat_path_walk *w = ctx;
 	struct fslat_path_scratch *s = fslat_path_buf();
+	if (!s)
+		return 1;
+	struct fslat_path_walk *w = &s->w;
 	/* Locals, so CO-RE relocations name the kernel's types, not the walk's. */
 	struct dentry___fslat *d = w->d;
 	struct mount___fslat *m = w->m;
-	if (!s)
-		return 1;
 	if (d == BPF_CORE_READ(m, mnt.mnt_root)) {
 		struct mount___fslat *parent = BPF_CORE_READ(m, mnt_parent);
 		if (parent == m)
@@ -430,9 +438,11 @@ static long fslat_path_up(__u64 i, void *ctx)
 /* Appends "/NAME" for the i-th component from the top. */
 static long fslat_path_append(__u64 i, void *ctx)
 {
-	struct fslat_path_walk *w = ctx;
 	struct fslat_path_scratch *s = fslat_path_buf();
-	if (!s || i >= w->n || w->off >= FSLAT_PATH_CAP - 1)
+	if (!s)
+		return 1;
+	struct fslat_path_walk *w = &s->w;
+	if (i >= w->n || w->off >= FSLAT_PATH_CAP - 1)
 		return 1;
 	__u32 k = w->n - 1 - (__u32)i;
 	__u32 off = w->off & (FSLAT_PATH_CAP - 1);
@@ -451,22 +461,24 @@ static __always_inline void fslat_path(char *dst, const void *file)
 		dst[0] = 0;
 		return;
 	}
+	struct fslat_path_walk *w = &s->w;
 	struct file___fslat *f = (struct file___fslat *)file;
 	struct vfsmount___fslat *vm = BPF_CORE_READ(f, f_path.mnt);
-	struct fslat_path_walk w = {
-		.d = BPF_CORE_READ(f, f_path.dentry),
-		.m = (void *)vm - bpf_core_field_offset(struct mount___fslat, mnt),
-	};
-	bpf_loop(FSLAT_PATH_DEPTH + 8, fslat_path_up, &w, 0);
-	if (w.more) {
+	w->d = BPF_CORE_READ(f, f_path.dentry);
+	w->m = (void *)vm - bpf_core_field_offset(struct mount___fslat, mnt);
+	w->n = 0;
+	w->off = 0;
+	w->more = false;
+	bpf_loop(FSLAT_PATH_DEPTH + 8, fslat_path_up, NULL, 0);
+	if (w->more) {
 		s->buf[0] = '.';
 		s->buf[1] = '.';
 		s->buf[2] = '.';
-		w.off = 3;
+		w->off = 3;
 	}
-	bpf_loop(FSLAT_PATH_DEPTH, fslat_path_append, &w, 0);
-	__u32 off = w.off;
-	if (w.n == 0 && !w.more) {
+	bpf_loop(FSLAT_PATH_DEPTH, fslat_path_append, NULL, 0);
+	__u32 off = w->off;
+	if (w->n == 0 && !w->more) {
 		s->buf[0] = '/';
 		off = 1;
 	}
