@@ -177,6 +177,31 @@ percall() { # KEY READY SIGNAL TRACER...: REPS runs, one workload each, plus an 
     LEDGER[$key]=$(ledger "${files[@]}")
 }
 
+# BENCH_ONLY=fallback (benches/run's second boot, on a kernel without fsession): only the
+# fentry fallback next to the C fentry/fexit tool, per call, then a short report.
+if [[ ${BENCH_ONLY:-} == fallback ]]; then
+    for r in $(seq "$REPS"); do "$W" "$N" >"$T/none.$r.h"; cat "$T/none.$r.h" >&2; done
+    PC[none]=$(for r in $(seq "$REPS"); do getall ns_per_call "$T/none.$r.h"; done | median)
+    log "per-call: fslat --mode fentry"
+    percall fsfe Tracing TERM "$FSLAT" --mode fentry -o @OUT@ -e "$SLOW"
+    log "per-call: C fentry/fexit tool"
+    percall cfe Attached TERM "$B/loader" "$B/fentry_latency.bpf.o" -t 10000000000
+    ov() { awk -v a="$1" -v b="${PC[none]}" 'BEGIN { if (a == "") print "FAIL"; else printf "%.0f", a - b }'; }
+    r=$(awk -v a="${PC[fsfe]:-}" -v b="${PC[cfe]:-}" -v z="${PC[none]}" \
+        'BEGIN { if (a == "" || b == "" || b == z) print "–"; else printf "%.2f×", (a - z) / (b - z) }')
+    echo "### The fentry fallback on Linux $(uname -r)"
+    echo
+    echo "A separate boot (\`-icount\`, as above) of this kernel; the same workload,"
+    echo "N = $N, median of $REPS runs after an untimed warm-up run."
+    echo
+    echo "| tracer on vfs_read | ns/call | overhead | × C fentry/fexit tool | ledger |"
+    echo "|---|---:|---:|---:|---|"
+    echo "| none | $(fix1 "${PC[none]}") | – | | |"
+    echo "| **fslat --mode fentry** (per-task stack in task storage) | $(fix1 "${PC[fsfe]:-}") | $(ov "${PC[fsfe]:-}") | $r | ${LEDGER[fsfe]:-} |"
+    echo "| C fentry/fexit + thread-id hash map tool | $(fix1 "${PC[cfe]:-}") | $(ov "${PC[cfe]:-}") | 1.00× | ${LEDGER[cfe]:-} |"
+    exit 0
+fi
+
 log "per-call: no tracer"
 for r in $(seq "$REPS"); do "$W" "$N" >"$T/none.$r.h"; cat "$T/none.$r.h" >&2; done
 PC[none]=$(for r in $(seq "$REPS"); do getall ns_per_call "$T/none.$r.h"; done | median)
