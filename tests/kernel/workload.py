@@ -100,12 +100,22 @@ def build_ustack_program():
     return exe
 
 
-def blocked_in_pipe_read(pid, tid):
-    """Whether thread tid of pid sleeps in the kernel's pipe read (per its wchan)."""
+def blocked_in_pipe_read(pid, tid, fd):
+    """Whether thread tid of pid sleeps in the kernel's pipe read of fd: per its wchan,
+    or where wchan says only "0" (Linux 5.10), per its system call (read, 0 on x86-64,
+    of fd) and its state (S)."""
+    task = f"/proc/{pid}/task/{tid}"
     try:
-        with open(f"/proc/{pid}/task/{tid}/wchan") as f:
-            return "pipe_read" in f.read()
-    except OSError:
+        with open(f"{task}/wchan") as f:
+            wchan = f.read().strip()
+        if wchan != "0":
+            return "pipe_read" in wchan
+        with open(f"{task}/syscall") as f:
+            call = f.read().split()
+        with open(f"{task}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return len(call) > 1 and call[0] == "0" and int(call[1], 16) == fd and state == "S"
+    except (OSError, ValueError, IndexError):
         return False
 
 
@@ -121,7 +131,7 @@ def slow_pipe_read(delay_ms, ask=1):
     if pid == 0:
         os.close(r)
         give_up = time.monotonic() + 10
-        while not blocked_in_pipe_read(reader, tid) and time.monotonic() < give_up:
+        while not blocked_in_pipe_read(reader, tid, r) and time.monotonic() < give_up:
             time.sleep(0.001)
         time.sleep(delay_ms / 1000)
         os.write(w, b"!")
