@@ -348,6 +348,12 @@ impl<'p> Phase<'p> {
             )
         };
         let x = match &a.arg {
+            // A duration histogram counts whole microseconds, so its bounds are round.
+            Some(arg) if a.func == AggFunc::Hist && a.duration => {
+                let v = self.temp();
+                out.push(format!("__s64 {v} = (__s64)({});", self.expr(arg)));
+                format!("({v} < 0 ? {v} : (__s64)((__u64){v} / 1000))")
+            }
             Some(arg) => format!("(__s64)({})", self.expr(arg)),
             None => "0".into(),
         };

@@ -111,7 +111,7 @@ impl<W: Write> Writer for JsonWriter<W> {
                             .enumerate()
                             .filter(|(_, c)| **c > 0)
                             .map(|(i, c)| {
-                                let (lo, hi) = bounds(i);
+                                let (lo, hi) = bounds(i, a.duration);
                                 let (lk, hk) = if a.duration {
                                     ("min_ns", "max_ns")
                                 } else {
@@ -145,16 +145,14 @@ impl<W: Write> Writer for JsonWriter<W> {
 }
 
 /// Inclusive bounds of a histogram slot; `null` where unbounded.
-fn bounds(i: usize) -> (Json, Json) {
-    match i {
-        0 => (Json::Null, json!(-1)),
-        1 => (json!(0), json!(0)),
-        i => {
-            let lo = 1u64 << (i - 2);
-            (
-                json!(lo),
-                lo.checked_mul(2).map_or(Json::Null, |h| json!(h - 1)),
-            )
-        }
-    }
+fn bounds(i: usize, duration: bool) -> (Json, Json) {
+    let r = super::buckets::hist_slot(i, duration);
+    (
+        r.lo.map_or(Json::Null, |lo| json!(lo)),
+        match (r.lo, r.hi) {
+            (None, _) => json!(-1),
+            (_, Some(hi)) => json!(hi - 1),
+            (_, None) => Json::Null,
+        },
+    )
 }

@@ -2,6 +2,7 @@
 //! session's `EventSchema` from the checked program, the same schema codegen rendered the
 //! C struct from.
 
+pub mod buckets;
 mod json;
 mod stacks;
 mod text;

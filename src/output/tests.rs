@@ -110,3 +110,99 @@ fn decode_and_write_rate() {
     }
     println!("{:.0} events/s", n as f64 / t.elapsed().as_secs_f64());
 }
+
+#[test]
+fn durations_under_a_microsecond_print_in_nanoseconds() {
+    let cases = [
+        (850, "850ns"),
+        (0, "0ns"),
+        (999, "999ns"),
+        (1000, "1us"),
+        (50_160_123, "50160us"),
+    ];
+    for (ns, want) in cases {
+        assert_eq!(text::format_value(&Value::Duration(ns)), want);
+    }
+}
+
+fn hist_result(duration: bool, rows: Vec<(&str, Vec<(usize, u64)>)>) -> AggResult {
+    AggResult {
+        session: "vfs_read".into(),
+        name: "vfs_read_hist_latency".into(),
+        title: "hist(latency) by comm".into(),
+        func: crate::syntax::ast::AggFunc::Hist,
+        duration,
+        key_names: vec!["comm".into()],
+        rows: rows
+            .into_iter()
+            .map(|(comm, used)| {
+                let mut slots = vec![0u64; 66];
+                for (i, n) in used {
+                    slots[i] = n;
+                }
+                AggRow {
+                    keys: vec![Value::Str(comm.as_bytes().to_vec().into())],
+                    value: AggValue::Hist(slots),
+                }
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn hist_labels_are_exact_and_counts_align_across_keys() {
+    let a = hist_result(
+        true,
+        vec![
+            ("sh", vec![(1, 3), (6, 5)]),
+            ("python3", vec![(11, 123456789), (12, 1)]),
+        ],
+    );
+    let mut out = Vec::new();
+    TextWriter::new(&mut out).aggregation(&a).expect("writes");
+    let text = String::from_utf8(out).expect("utf-8");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "vfs_read_hist_latency: vfs_read hist(latency) by comm"
+    );
+    assert_eq!(lines[1], "  comm=sh");
+    assert_eq!(
+        lines[2],
+        format!("    [0, 1us)                 3 |{:<52}|", "@".repeat(32))
+    );
+    assert!(lines.contains(
+        &"    [1us, 2us)               0 |                                                    |"
+    ));
+    assert!(
+        text.contains("\n    [16us, 32us)             5 |@"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n    [512us, 1024us)  123456789 |@"),
+        "{text}"
+    );
+    // Every bar starts in the same column, whatever the key.
+    let bars: Vec<usize> = lines.iter().filter_map(|l| l.find('|')).collect();
+    assert!(
+        bars.len() >= 4 && bars.iter().all(|&b| b == bars[0]),
+        "{text}"
+    );
+
+    let ints = hist_result(false, vec![("sh", vec![(1, 1), (11, 2), (12, 1)])]);
+    let mut out = Vec::new();
+    TextWriter::new(&mut out)
+        .aggregation(&ints)
+        .expect("writes");
+    let text = String::from_utf8(out).expect("utf-8");
+    for want in [
+        "    [0]               1 |",
+        "    [512, 1K)         2 |",
+        "    [1K, 2K)          1 |",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(want)),
+            "{want:?} in\n{text}"
+        );
+    }
+}

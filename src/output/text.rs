@@ -1,7 +1,7 @@
 //! The text format (docs/language.md, "Output"): one line per event and per summary,
 //! `KEY=VALUE` pairs, strings quoted only when they need it, durations in microseconds.
 
-use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
+use super::{AggResult, AggRow, AggValue, Summary, Value, Writer, event_value};
 use crate::check::program::EventSchema;
 use crate::stacks::StackTable;
 use std::fmt::Write as _;
@@ -19,7 +19,8 @@ impl<W: Write> TextWriter<W> {
     }
 }
 
-/// A value as text. Durations are whole microseconds (`50160us`); strings are bare when
+/// A value as text. Durations are whole microseconds (`50160us`), or nanoseconds below
+/// one microsecond (`850ns`); strings are bare when
 /// they are made of letters, digits and `._-/:@+,`, quoted with C escapes otherwise.
 pub fn format_value(v: &Value) -> String {
     let mut out = Vec::new();
@@ -39,6 +40,11 @@ pub fn write_value(out: &mut impl Write, v: &Value) -> io::Result<()> {
         Value::Signed(n) => write_u64(out, *n as u64),
         Value::Bool(true) => out.write_all(b"true"),
         Value::Bool(false) => out.write_all(b"false"),
+        // Whole microseconds, truncated; below 1us nanoseconds, so nothing reads `0us`.
+        Value::Duration(ns) if *ns < 1000 => {
+            write_u64(out, *ns)?;
+            out.write_all(b"ns")
+        }
         Value::Duration(ns) => {
             write_u64(out, ns / 1000)?;
             out.write_all(b"us")
@@ -101,25 +107,21 @@ fn push_escaped(out: &mut String, c: char, raw_bytes: bool) {
     }
 }
 
-/// A duration for a histogram bound: `0`, `512ns`, `16us`, `4ms`, `2s`.
-pub fn human_duration(ns: u64) -> String {
+/// A duration for a bucket bound: the largest unit that divides it exactly (`0`,
+/// `512ns`, `16us`, `1024us`, `4ms`, `2s`), so a label never rounds.
+pub fn exact_duration(ns: u64) -> String {
+    if ns == 0 {
+        return "0".into();
+    }
     for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
-        if ns >= scale && ns.is_multiple_of(scale) {
+        if ns.is_multiple_of(scale) {
             return format!("{}{unit}", ns / scale);
         }
-    }
-    if ns >= 1_000_000_000 {
-        return format!("{:.1}s", ns as f64 / 1e9);
-    }
-    if ns >= 1_000_000 {
-        return format!("{:.1}ms", ns as f64 / 1e6);
-    }
-    if ns >= 1000 {
-        return format!("{:.1}us", ns as f64 / 1e3);
     }
     format!("{ns}ns")
 }
 
+/// An integer bucket bound with binary suffixes where exact: `512`, `1K`, `3M`.
 fn human_count(n: u64) -> String {
     for (unit, scale) in [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
         if n >= scale && n.is_multiple_of(scale) {
@@ -129,23 +131,21 @@ fn human_count(n: u64) -> String {
     n.to_string()
 }
 
-/// The bounds of histogram slot `i`, as `[lo, hi)` text.
+/// The bounds of histogram slot `i`, as `[lo, hi)` text: `[16us, 32us)`, `[512, 1K)`,
+/// `[0, 1us)`, `[0]` (integer zero), `(..., 0)`.
 pub fn slot_bounds(i: usize, duration: bool) -> String {
     let fmt = |v: u64| {
         if duration {
-            human_duration(v)
+            exact_duration(v)
         } else {
             human_count(v)
         }
     };
-    match i {
-        0 => "(..., 0)".into(),
-        1 => "[0]".into(),
-        i => {
-            let lo = 1u64 << (i - 2);
-            let hi = lo.checked_mul(2);
-            format!("[{}, {})", fmt(lo), hi.map_or_else(|| "...".into(), fmt))
-        }
+    let r = super::buckets::hist_slot(i, duration);
+    match (r.lo, r.hi) {
+        (None, _) => "(..., 0)".into(),
+        (Some(0), Some(1)) => "[0]".into(),
+        (Some(lo), hi) => format!("[{}, {})", fmt(lo), hi.map_or_else(|| "...".into(), fmt)),
     }
 }
 
@@ -194,6 +194,7 @@ impl<W: Write> Writer for TextWriter<W> {
                 n.to_string()
             }
         };
+        let cols = HistColumns::of(&a.rows, a.duration);
         for row in &a.rows {
             let keys: Vec<String> = a
                 .key_names
@@ -215,7 +216,7 @@ impl<W: Write> Writer for TextWriter<W> {
                     if !keys.is_empty() {
                         let _ = writeln!(text, "  {}", keys.join(" "));
                     }
-                    text.push_str(&hist_lines(slots, a.duration));
+                    text.push_str(&hist_lines(slots, a.duration, &cols));
                 }
             }
         }
@@ -231,23 +232,53 @@ impl<W: Write> Writer for TextWriter<W> {
     }
 }
 
+/// The first and last non-empty slot of a histogram.
+fn used_slots(slots: &[u64]) -> Option<std::ops::RangeInclusive<usize>> {
+    let first = slots.iter().position(|&c| c > 0)?;
+    let last = slots.iter().rposition(|&c| c > 0).unwrap_or(first);
+    Some(first..=last)
+}
+
+/// Column widths shared by every key of one histogram, so the counts line up.
+struct HistColumns {
+    label: usize,
+    count: usize,
+}
+
+impl HistColumns {
+    fn of(rows: &[AggRow], duration: bool) -> Self {
+        let mut cols = HistColumns { label: 0, count: 8 };
+        for row in rows {
+            if let AggValue::Hist(slots) = &row.value
+                && let Some(used) = used_slots(slots)
+            {
+                for i in used {
+                    cols.label = cols.label.max(slot_bounds(i, duration).len());
+                    cols.count = cols.count.max(slots[i].to_string().len());
+                }
+            }
+        }
+        cols
+    }
+}
+
 /// bpftrace-style bars between the first and last non-empty slot.
-fn hist_lines(slots: &[u64], duration: bool) -> String {
+fn hist_lines(slots: &[u64], duration: bool, cols: &HistColumns) -> String {
     let mut out = String::new();
-    let Some(first) = slots.iter().position(|&c| c > 0) else {
+    let Some(used) = used_slots(slots) else {
         return "    (empty)\n".into();
     };
-    let last = slots.iter().rposition(|&c| c > 0).unwrap_or(first);
     let max = slots.iter().copied().max().unwrap_or(1).max(1);
-    let labels: Vec<String> = (first..=last).map(|i| slot_bounds(i, duration)).collect();
-    let width = labels.iter().map(String::len).max().unwrap_or(0);
-    for (label, i) in labels.iter().zip(first..=last) {
+    for i in used {
         let n = slots[i];
         let bar = (n * 52).div_ceil(max) as usize;
         let _ = writeln!(
             out,
-            "    {label:<width$} {n:>8} |{:<52}|",
-            "@".repeat(if n == 0 { 0 } else { bar.max(1) })
+            "    {:<lw$} {n:>cw$} |{:<52}|",
+            slot_bounds(i, duration),
+            "@".repeat(if n == 0 { 0 } else { bar.max(1) }),
+            lw = cols.label,
+            cw = cols.count,
         );
     }
     out
