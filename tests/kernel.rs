@@ -442,6 +442,8 @@ enum Expect {
     StderrRegex(String),
     LinesRegex(String, u64),
     Summary(Option<String>, Vec<Cond>),
+    /// A checker command, fed fslat's stdout; it passes by exiting 0.
+    Check(Vec<String>),
 }
 
 #[derive(Debug)]
@@ -613,6 +615,11 @@ fn parse_case(text: &str) -> Result<Case, String> {
                     return Err(err("EXPECT_LINES_REGEX needs a regex and a count".into()));
                 }
                 expects.push((line.to_string(), Expect::LinesRegex(re.to_string(), count)));
+            }
+            "EXPECT_CHECK" => {
+                need("a command")?;
+                let words = rest.split_whitespace().map(String::from).collect();
+                expects.push((line.to_string(), Expect::Check(words)));
             }
             "EXPECT_SUMMARY" => {
                 need("conditions")?;
@@ -1338,6 +1345,26 @@ fn check(
             n if n == *want => Ok(()),
             n => Err(format!("{n} stdout lines match, not {want}")),
         },
+        Expect::Check(words) => {
+            let words: Vec<String> = words.iter().map(|w| subst(w)).collect();
+            let (cmd, args) = words.split_first().ok_or("EXPECT_CHECK needs a command")?;
+            let done = Command::new(cmd)
+                .args(args)
+                .current_dir(MANIFEST_DIR)
+                .stdin(fs::File::open(out).map_err(|e| format!("cannot read stdout: {e}"))?)
+                .output()
+                .map_err(|e| format!("cannot run {cmd}: {e}"))?;
+            let said = format!(
+                "{}{}",
+                String::from_utf8_lossy(&done.stdout),
+                String::from_utf8_lossy(&done.stderr)
+            );
+            if done.status.success() {
+                Ok(())
+            } else {
+                Err(format!("the check failed: {}", said.trim()))
+            }
+        }
         Expect::Summary(label, conds) => {
             let Some(fields) = find_summary(&run.stdout, label.as_deref()) else {
                 return Err(match label {

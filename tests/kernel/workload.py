@@ -262,6 +262,12 @@ def main():
     s = sub.add_parser("read-write", help="R one-byte reads and W one-byte writes of a file")
     s.add_argument("reads", type=int)
     s.add_argument("writes", type=int)
+    s = sub.add_parser("bursts", help="N bursts of READS one-byte reads, PAUSE_MS apart")
+    s.add_argument("n", type=int)
+    s.add_argument("reads", type=int)
+    s.add_argument("pause_ms", type=int)
+    s = sub.add_parser("pipe-delays", help="slow pipe reads: MS:N,... (N reads waiting MS)")
+    s.add_argument("delays")
     s = sub.add_parser("sleep", help="just wait, reading nothing")
     s.add_argument("seconds", type=float)
     a = p.parse_args()
@@ -312,6 +318,16 @@ def main():
         os.close(fd)
     elif a.what == "read-write":
         reads_and_writes(a.reads, a.writes)
+    elif a.what == "bursts":
+        for i in range(a.n):
+            if i:
+                time.sleep(a.pause_ms / 1000)
+            ordinary_reads(a.reads)
+    elif a.what == "pipe-delays":
+        for part in a.delays.split(","):
+            ms, n = part.split(":")
+            for _ in range(int(n)):
+                slow_pipe_read(int(ms))
     elif a.what == "sleep":
         time.sleep(a.seconds)
 

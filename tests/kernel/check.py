@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Checks for kernel cases that need arithmetic over fslat's JSON output (stdin).
+
+    check.py intervals TOTAL MIN_BUSY   -i: per-interval count, hist and percentiles
+                                        counts each add up to TOTAL, at least MIN_BUSY
+                                        intervals saw calls, every record carries its
+                                        interval's time, and the intervals' percentiles
+                                        max is the largest emitted latency
+    check.py text-interval-sum TOTAL MIN_BUSY
+                                        the same for one `count()` in text output
+    check.py percentiles TOTAL PCT      percentiles(latency) against the nearest-rank
+                                        values of the emitted latencies: count equal,
+                                        p50..p99.9 within PCT percent, max exact
+
+Prints what it measured; exits 1 with the reason when a check fails.
+"""
+
+import json
+import math
+import sys
+
+QUANTILES = [("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999)]
+
+
+def records():
+    out = []
+    for line in sys.stdin:
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def fail(why):
+    print(why)
+    sys.exit(1)
+
+
+def nearest_rank(sorted_values, q):
+    rank = min(max(math.ceil(q * len(sorted_values)), 1), len(sorted_values))
+    return sorted_values[rank - 1]
+
+
+def latencies(recs):
+    return sorted(r["fields"]["latency_ns"] for r in recs if r["type"] == "event")
+
+
+def intervals(total, min_busy):
+    recs = records()
+    stamps = {r["interval"]: r["time"] for r in recs if r["type"] == "interval"}
+    counts, hists, pcts, busy, maxes = 0, 0, 0, set(), []
+    for r in recs:
+        if r["type"] not in ("count", "hist", "percentiles"):
+            continue
+        i = r.get("interval")
+        if i is None or stamps.get(i) != r.get("time"):
+            fail(f"record without its interval's time: {r}")
+        for row in r["rows"]:
+            if r["type"] == "count":
+                counts += row["value"]
+                busy.add(i)
+            elif r["type"] == "hist":
+                hists += sum(b["count"] for b in row["buckets"])
+            else:
+                pcts += row["count"]
+                maxes.append(row["max_ns"])
+    lat = latencies(recs)
+    print(f"intervals={len(stamps)} busy={len(busy)} count={counts} hist={hists} "
+          f"percentiles={pcts} events={len(lat)}")
+    if not counts == hists == pcts == total:
+        fail(f"the intervals add up to count={counts} hist={hists} percentiles={pcts}, not {total}")
+    if len(busy) < min_busy:
+        fail(f"only {len(busy)} intervals saw calls, expected at least {min_busy}")
+    if lat and max(maxes) != lat[-1]:
+        fail(f"largest interval max {max(maxes)} != largest emitted latency {lat[-1]}")
+
+
+def text_interval_sum(total, min_busy):
+    interval, counts, busy = None, 0, set()
+    for line in sys.stdin:
+        line = line.rstrip("\n")
+        if line.startswith("INTERVAL "):
+            interval = int(line.split()[1])
+        elif line.startswith("  ") and line.strip().isdigit():
+            if interval is None:
+                fail(f"a count before any INTERVAL line: {line!r}")
+            counts += int(line)
+            if int(line):
+                busy.add(interval)
+    print(f"intervals={interval} busy={len(busy)} count={counts}")
+    if counts != total:
+        fail(f"the intervals add up to {counts}, not {total}")
+    if len(busy) < min_busy:
+        fail(f"only {len(busy)} intervals saw calls, expected at least {min_busy}")
+
+
+def percentiles(total, pct):
+    recs = records()
+    lat = latencies(recs)
+    rows = [row for r in recs if r["type"] == "percentiles" for row in r["rows"]]
+    if len(rows) != 1:
+        fail(f"expected one percentiles row, got {len(rows)}")
+    row = rows[0]
+    if not (row["count"] == len(lat) == total):
+        fail(f"count={row['count']} events={len(lat)}, expected {total}")
+    worst = 0.0
+    said = []
+    for name, q in QUANTILES:
+        want, got = nearest_rank(lat, q), row[f"{name}_ns"]
+        err = abs(got - want) / want
+        worst = max(worst, err)
+        said.append(f"{name}={got}/{want} ({100 * err:.2f}%)")
+    said.append(f"max={row['max_ns']}/{lat[-1]}")
+    print(" ".join(said) + f" worst={100 * worst:.2f}%")
+    if worst > pct / 100:
+        fail(f"a percentile is {100 * worst:.2f}% off, more than {pct}%")
+    if row["max_ns"] != lat[-1]:
+        fail(f"max {row['max_ns']} != largest latency {lat[-1]}")
+
+
+def main():
+    what, args = sys.argv[1], [float(a) for a in sys.argv[2:]]
+    if what == "intervals":
+        intervals(int(args[0]), int(args[1]))
+    elif what == "text-interval-sum":
+        text_interval_sum(int(args[0]), int(args[1]))
+    elif what == "percentiles":
+        percentiles(int(args[0]), args[1])
+    else:
+        fail(f"unknown check {what}")
+
+
+if __name__ == "__main__":
+    main()
