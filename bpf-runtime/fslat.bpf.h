@@ -334,6 +334,17 @@ static __always_inline __u64 fslat_leave(void *map, const void *ctx, __u32 *lost
 	return 0;
 }
 
+/* A duration histogram counts whole microseconds, so its bounds are round ([16us, 32us));
+ * its sum stays in nanoseconds. */
+static __always_inline void fslat_hist_add_us(struct fslat_hist *h, __s64 ns)
+{
+	__s64 us = ns < 0 ? ns : (__s64)((__u64)ns / 1000);
+	__u32 slot = us < 0 ? 0 : 1 + fslat_log2_bucket((__u64)us);
+	if (slot < FSLAT_HIST_SLOTS)
+		__sync_fetch_and_add(&h->slots[slot], 1);
+	__sync_fetch_and_add(&h->sum, ns);
+}
+
 #ifdef FSLAT_WANT_PATH
 /*
  * path(file): the file's path from the root of the mount namespace, walking dentries up

@@ -67,6 +67,10 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "DUR", value_parser = parse_run_duration)]
     pub duration: Option<Duration>,
 
+    /// Every DUR, print each aggregation's last interval (after a line with the time)
+    #[arg(short, long, value_name = "DUR", value_parser = parse_run_duration)]
+    pub interval: Option<Duration>,
+
     /// Output format
     #[arg(short, long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -795,6 +799,7 @@ pub fn run_object(
         mode,
         target_tgid: child.as_ref().map_or(opts.pid.unwrap_or(0), HeldChild::pid),
         duration: opts.duration,
+        interval: opts.interval,
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
         verbose: opts.verbose,
         metrics: board,

@@ -561,3 +561,13 @@ fn a_generated_filter_of_4000_terms_compiles_without_crashing() {
         assert!(out.status.success(), "--emit {emit}: {}", text(&out.stderr));
     }
 }
+
+#[test]
+fn interval_of_zero_or_garbage_is_refused_naming_the_option() {
+    for bad in ["0", "", "5x"] {
+        let out = fslat(&["-e", "session vfs_read { count() }", "-i", bad]);
+        assert!(!out.status.success(), "-i {bad:?}: {out:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains("--interval"), "-i {bad:?}: {err}");
+    }
+}

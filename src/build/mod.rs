@@ -15,6 +15,10 @@ use std::process::Command;
 pub const HEADERS: &[(&str, &str)] = &[
     ("fslat.bpf.h", include_str!("../../bpf-runtime/fslat.bpf.h")),
     (
+        "fslat_pct.bpf.h",
+        include_str!("../../bpf-runtime/fslat_pct.bpf.h"),
+    ),
+    (
         "bpf/bpf_helpers.h",
         include_str!(concat!(env!("OUT_DIR"), "/bpf_helpers.h")),
     ),

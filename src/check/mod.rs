@@ -504,7 +504,7 @@ impl<'k> Checker<'k> {
                 },
             )
             .hint("the one function is `path(FILE)`, the path of a `struct file *`")
-            .hint("aggregations (count, hist, sum, min, max, avg) are statements in a `{ }` block");
+            .hint("aggregations (count, hist, percentiles, sum, min, max, avg) are statements in a `{ }` block");
             return Err(self.error_with(d));
         }
         if args.len() != 1 {

@@ -338,21 +338,38 @@ impl<'p> Phase<'p> {
             let dst = format!("{key}.{}", super::field_member(i));
             out.push(self.store(&k.expr, &dst, k.kind));
         }
-        let (vtype, init, add) = if a.func == AggFunc::Hist {
-            ("struct fslat_hist", None, "fslat_hist_add")
-        } else {
-            (
+        // A new key starts from a zero global (values too big for the BPF stack) or from
+        // a literal; `extra` are the adder's arguments after the value.
+        let (vtype, start, add, extra) = match a.func {
+            AggFunc::Hist => (
+                "struct fslat_hist",
+                Start::Global("fslat_hist_zero"),
+                if a.duration {
+                    "fslat_hist_add_us"
+                } else {
+                    "fslat_hist_add"
+                },
+                "",
+            ),
+            AggFunc::Percentiles => (
+                "struct fslat_pct",
+                Start::Global("fslat_pct_zero"),
+                "fslat_pct_add",
+                "",
+            ),
+            _ => (
                 "struct fslat_stat",
-                Some("{ .min = 0x7fffffffffffffffLL, .max = -0x7fffffffffffffffLL - 1 }"),
+                Start::Literal("{ .min = 0x7fffffffffffffffLL, .max = -0x7fffffffffffffffLL - 1 }"),
                 "fslat_stat_add",
-            )
+                "",
+            ),
         };
         let x = match &a.arg {
-            // A duration histogram counts whole microseconds, so its bounds are round.
-            Some(arg) if a.func == AggFunc::Hist && a.duration => {
+            // Two maps take it: evaluate it once.
+            Some(arg) if a.func == AggFunc::Percentiles => {
                 let v = self.temp();
                 out.push(format!("__s64 {v} = (__s64)({});", self.expr(arg)));
-                format!("({v} < 0 ? {v} : (__s64)((__u64){v} / 1000))")
+                v
             }
             Some(arg) => format!("(__s64)({})", self.expr(arg)),
             None => "0".into(),
@@ -362,12 +379,12 @@ impl<'p> Phase<'p> {
             a.id
         ));
         out.push(format!("if (!{value}) {{"));
-        let init = match init {
-            Some(init) => {
+        let init = match start {
+            Start::Literal(init) => {
                 out.push(format!("\t{vtype} fslat_init = {init};"));
-                "&fslat_init"
+                "&fslat_init".to_string()
             }
-            None => "&fslat_hist_zero",
+            Start::Global(zero) => format!("&{zero}"),
         };
         out.push(format!(
             "\tbpf_map_update_elem(&fslat_agg_{}, &{key}, {init}, BPF_NOEXIST);",
@@ -379,15 +396,42 @@ impl<'p> Phase<'p> {
         ));
         out.push("}".into());
         out.push(format!("if ({value})"));
-        out.push(format!("\t{add}({value}, {x});"));
+        out.push(format!("\t{add}({value}, {x}{extra});"));
         out.push("else".into());
         out.push("\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into());
+        if a.func == AggFunc::Percentiles {
+            out.extend(self.percentile_max(a, &key, &value, &x));
+        }
         // Each aggregation gets its own scope: the key and value names are per block.
         let mut block = vec!["{".to_string()];
         block.extend(out.into_iter().map(|l| format!("\t{l}")));
         block.push("}".into());
         block
     }
+
+    /// percentiles: this CPU's count and max of the key, in `fslat_agg_ID_max`. A lost
+    /// update is counted once, by whichever map missed first.
+    fn percentile_max(&mut self, a: &Aggregation, key: &str, value: &str, x: &str) -> Vec<String> {
+        let m = self.temp();
+        let map = format!("fslat_agg_{}_max", a.id);
+        vec![
+            format!("struct fslat_pct_max *{m} = bpf_map_lookup_elem(&{map}, &{key});"),
+            format!("if (!{m}) {{"),
+            "\tstruct fslat_pct_max fslat_zero = {};".into(),
+            format!("\tbpf_map_update_elem(&{map}, &{key}, &fslat_zero, BPF_NOEXIST);"),
+            format!("\t{m} = bpf_map_lookup_elem(&{map}, &{key});"),
+            "}".into(),
+            format!("if ({m})"),
+            format!("\tfslat_pct_max_add({m}, {x}, fslat_pct_tag());"),
+            format!("else if ({value})"),
+            "\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into(),
+        ]
+    }
+}
+
+enum Start {
+    Global(&'static str),
+    Literal(&'static str),
 }
 
 fn groups(path: &[Vec<String>]) -> String {

@@ -56,6 +56,8 @@ pub fn multi_prog_name(index: usize) -> String {
 pub const INFLIGHT_ENTRIES: u32 = 10240;
 /// Distinct keys per aggregation.
 pub const AGG_ENTRIES: u32 = 10240;
+/// Distinct keys per `percentiles` (each key's histogram takes 15 KiB, allocated at load).
+pub const PCT_ENTRIES: u32 = 1024;
 
 static TEMPLATES: LazyLock<Handlebars<'static>> = LazyLock::new(|| {
     let mut hb = Handlebars::new();
@@ -105,6 +107,7 @@ struct ProgramData {
     atomics: bool,
     /// fentry mode's call stacks in task storage (5.11+), else in a hash map.
     task_storage: bool,
+    uses_percentiles: bool,
     session_count: usize,
     structs: Vec<StructData>,
     events: Vec<EventData>,
@@ -141,6 +144,8 @@ struct AggMapData {
     key_fields: Vec<String>,
     key_size: u32,
     value_type: &'static str,
+    /// percentiles: the per-CPU map of counts and maxima, `fslat_agg_ID_max`.
+    max_map: bool,
     entries: u32,
 }
 
@@ -186,6 +191,11 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
         atomics: program.features.atomics,
         task_storage: program.features.task_storage,
+        uses_percentiles: program
+            .sessions
+            .iter()
+            .flat_map(|s| &s.aggregations)
+            .any(|a| a.func == AggFunc::Percentiles),
         session_count: program.sessions.len().max(1),
         structs: program
             .structs
@@ -277,12 +287,17 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
                 .collect()
         },
         key_size: a.key_size,
-        value_type: if a.func == AggFunc::Hist {
-            "struct fslat_hist"
-        } else {
-            "struct fslat_stat"
+        value_type: match a.func {
+            AggFunc::Hist => "struct fslat_hist",
+            AggFunc::Percentiles => "struct fslat_pct",
+            _ => "struct fslat_stat",
         },
-        entries: AGG_ENTRIES,
+        max_map: a.func == AggFunc::Percentiles,
+        entries: if a.func == AggFunc::Percentiles {
+            PCT_ENTRIES
+        } else {
+            AGG_ENTRIES
+        },
     }
 }
 

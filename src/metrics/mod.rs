@@ -102,17 +102,19 @@ impl Board {
 
 /// A histogram's buckets as Prometheus and OTLP want them: (inclusive upper bound in the
 /// exported unit, values in this bucket), for slots up to the highest one used by any
-/// row (`top`). Bucket 0 holds the negative values and zero (`le=0`); slot k+1 holds
-/// integers in [2^(k-1), 2^k), so its inclusive bound is 2^k - 1.
+/// row (`top`). The first bucket holds the negative values and slot 1 (`le=0` for
+/// integers, `le` just under 1us for durations, which the kernel counts in whole
+/// microseconds); then each slot's values, bounds from `output::buckets::hist_slot`.
 pub fn hist_buckets(slots: &[u64], top: usize, duration: bool) -> Vec<(f64, u64)> {
     let at = |i: usize| slots.get(i).copied().unwrap_or(0);
-    let mut out = vec![(0.0, at(0) + at(1))];
-    for slot in 2..=top {
-        let k = (slot - 1) as u32;
-        let bound = (2f64).powi(k as i32) - 1.0;
-        out.push((scale(bound, duration), at(slot)));
-    }
-    out
+    (1..=top.max(1))
+        .map(|slot| {
+            let hi = crate::output::buckets::hist_slot(slot, duration).hi;
+            let bound = hi.map_or(u64::MAX as f64, |h| (h - 1) as f64);
+            let n = at(slot) + if slot == 1 { at(0) } else { 0 };
+            (scale(bound, duration), n)
+        })
+        .collect()
 }
 
 /// The highest slot with a value in any row of `a` (at least 1: the zero bucket).

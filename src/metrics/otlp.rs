@@ -299,7 +299,7 @@ fn aggregation(
         AggFunc::Min | AggFunc::Max | AggFunc::Avg => Data::Gauge(Gauge {
             data_points: numbers(),
         }),
-        AggFunc::Hist => Data::Histogram(Histogram {
+        AggFunc::Hist | AggFunc::Percentiles => Data::Histogram(Histogram {
             data_points: a
                 .rows
                 .iter()

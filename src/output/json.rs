@@ -1,9 +1,12 @@
 //! JSON lines: one object per event, summary and aggregation, with `"type"`. Durations
 //! are integer nanoseconds in fields named `*_ns`.
 
+use super::interval::IntervalStamp;
+use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
 use crate::check::program::EventSchema;
 use crate::stacks::StackTable;
+use crate::syntax::ast::AggFunc;
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
 use std::rc::Rc;
@@ -89,10 +92,10 @@ impl<W: Write> Writer for JsonWriter<W> {
     }
 
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()> {
-        let kind = if matches!(a.func, crate::syntax::ast::AggFunc::Hist) {
-            "hist"
-        } else {
-            "count"
+        let kind = match a.func {
+            AggFunc::Hist => "hist",
+            AggFunc::Percentiles => "percentiles",
+            _ => "count",
         };
         let rows: Vec<Json> = a
             .rows
@@ -105,6 +108,7 @@ impl<W: Write> Writer for JsonWriter<W> {
                 let value_key = if a.duration { "value_ns" } else { "value" };
                 match &r.value {
                     AggValue::Number(n) => json!({"keys": keys, value_key: n}),
+                    AggValue::Percentiles(p) => percentile_row(keys, p, a.duration),
                     AggValue::Hist(slots) => {
                         let buckets: Vec<Json> = slots
                             .iter()
@@ -125,13 +129,28 @@ impl<W: Write> Writer for JsonWriter<W> {
                 }
             })
             .collect();
-        self.line(&json!({
+        let mut record = json!({
             "type": kind,
             "session": a.session,
             "name": a.name,
             "function": a.func.name(),
             "title": a.title,
             "rows": rows,
+        });
+        if let Some(stamp) = &a.interval {
+            record["interval"] = json!(stamp.index);
+            record["time"] = json!(stamp.time());
+            record["time_ns"] = json!(stamp.unix_ns);
+        }
+        self.line(&record)
+    }
+
+    fn interval(&mut self, stamp: &IntervalStamp) -> io::Result<()> {
+        self.line(&json!({
+            "type": "interval",
+            "interval": stamp.index,
+            "time": stamp.time(),
+            "time_ns": stamp.unix_ns,
         }))
     }
 
@@ -142,6 +161,28 @@ impl<W: Write> Writer for JsonWriter<W> {
     fn set_stacks(&mut self, stacks: Rc<StackTable>) {
         self.stacks = Some(stacks);
     }
+}
+
+/// `{"keys":..,"count":N,"p50_ns":..,"p90_ns":..,"p99_ns":..,"p99.9_ns":..,"max_ns":..,
+/// "negative":N}` (no `_ns` for integers); a percentile among negative values is `null`.
+fn percentile_row(keys: Map<String, Json>, p: &Pct, duration: bool) -> Json {
+    let suffix = if duration { "_ns" } else { "" };
+    let mut row = Map::new();
+    row.insert("keys".into(), Json::Object(keys));
+    row.insert("count".into(), json!(p.count()));
+    for (name, q) in QUANTILES {
+        let v = match p.quantile(q) {
+            Some(Quantile::Value(v)) => json!(v),
+            _ => Json::Null,
+        };
+        row.insert(format!("{name}{suffix}"), v);
+    }
+    row.insert(
+        format!("max{suffix}"),
+        p.max.map_or(Json::Null, |m| json!(m)),
+    );
+    row.insert("negative".into(), json!(p.negative));
+    Json::Object(row)
 }
 
 /// Inclusive bounds of a histogram slot; `null` where unbounded.

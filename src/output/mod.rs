@@ -3,7 +3,9 @@
 //! C struct from.
 
 pub mod buckets;
+pub mod interval;
 mod json;
+pub mod percentiles;
 mod stacks;
 mod text;
 
@@ -76,6 +78,8 @@ pub struct AggResult {
     pub duration: bool,
     pub key_names: Vec<String>,
     pub rows: Vec<AggRow>,
+    /// With `-i`: the interval these rows cover (else they cover the whole run).
+    pub interval: Option<interval::IntervalStamp>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +94,7 @@ pub enum AggValue {
     Number(i64),
     /// hist: slots as in fslat.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)).
     Hist(Vec<u64>),
+    Percentiles(percentiles::Pct),
 }
 
 /// Where decoded output goes: text lines or JSON lines.
@@ -99,6 +104,8 @@ pub trait Writer {
     fn event(&mut self, schema: &EventSchema, record: &[u8]) -> io::Result<()>;
     fn summary(&mut self, s: &Summary) -> io::Result<()>;
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()>;
+    /// With `-i`: the line that starts one interval's aggregations.
+    fn interval(&mut self, stamp: &interval::IntervalStamp) -> io::Result<()>;
     fn flush(&mut self) -> io::Result<()>;
     /// Where events' `kstack`/`ustack` fields are looked up (the runtime sets it once the
     /// program is loaded); without it they print as lost.

@@ -146,6 +146,7 @@ fn hist_result(duration: bool, rows: Vec<(&str, Vec<(usize, u64)>)>) -> AggResul
                 }
             })
             .collect(),
+        interval: None,
     }
 }
 
@@ -205,4 +206,65 @@ fn hist_labels_are_exact_and_counts_align_across_keys() {
             "{want:?} in\n{text}"
         );
     }
+}
+
+#[test]
+fn reported_durations_have_three_significant_digits() {
+    let cases = [
+        (850, "850ns"),
+        (1_234, "1.23us"),
+        (35_449, "35.4us"),
+        (1_200_000, "1.2ms"),
+        (9_999_000, "10ms"),
+        (10_240_000, "10.2ms"),
+        (123_456_789, "123ms"),
+        (2_500_000_000, "2.5s"),
+    ];
+    for (ns, want) in cases {
+        assert_eq!(text::human_duration(ns), want, "{ns}");
+    }
+}
+
+#[test]
+fn percentiles_print_count_quantiles_and_max_on_one_line() {
+    use crate::output::buckets::pct_slot;
+    let mut p = percentiles::Pct::empty();
+    // 100 values: 20ms x50, 40ms x30, 80ms x19 and one 81.234567ms. A percentile is
+    // its bucket's midpoint: 20ms is in [19.92ms, 20.45ms), 80ms and 81.2ms in
+    // [79.69ms, 81.79ms).
+    for (ns, n) in [
+        (20_000_000u64, 50),
+        (40_000_000, 30),
+        (80_000_000, 19),
+        (81_234_567, 1),
+    ] {
+        p.slots[pct_slot(ns)] += n;
+    }
+    p.max = Some(81_234_567);
+    let a = AggResult {
+        session: "vfs_read".into(),
+        name: "lat".into(),
+        title: "percentiles(latency) by comm".into(),
+        func: crate::syntax::ast::AggFunc::Percentiles,
+        duration: true,
+        key_names: vec!["comm".into()],
+        rows: vec![AggRow {
+            keys: vec![Value::Str(b"bash".to_vec().into())],
+            value: AggValue::Percentiles(p),
+        }],
+        interval: None,
+    };
+    let mut out = Vec::new();
+    TextWriter::new(&mut out).aggregation(&a).expect("writes");
+    assert_eq!(
+        String::from_utf8(out).expect("utf-8"),
+        "lat: vfs_read percentiles(latency) by comm\n  comm=bash count=100 p50=20.2ms p90=80.7ms p99=80.7ms p99.9=80.7ms max=81.2ms\n"
+    );
+    let mut out = Vec::new();
+    JsonWriter::new(&mut out).aggregation(&a).expect("writes");
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(v["type"], "percentiles");
+    assert_eq!(v["rows"][0]["count"], 100);
+    assert_eq!(v["rows"][0]["max_ns"], 81_234_567);
+    assert_eq!(v["rows"][0]["p99.9_ns"], 80_740_352);
 }

@@ -1,6 +1,8 @@
 //! The text format (docs/language.md, "Output"): one line per event and per summary,
 //! `KEY=VALUE` pairs, strings quoted only when they need it, durations in microseconds.
 
+use super::interval::IntervalStamp;
+use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggRow, AggValue, Summary, Value, Writer, event_value};
 use crate::check::program::EventSchema;
 use crate::stacks::StackTable;
@@ -121,6 +123,32 @@ pub fn exact_duration(ns: u64) -> String {
     format!("{ns}ns")
 }
 
+/// A duration for a reported value (a percentile, a max): three significant digits in the
+/// largest unit that leaves at least 1 (`850ns`, `1.2ms`, `35.4us`, `2.50s`).
+pub fn human_duration(ns: u64) -> String {
+    for (unit, scale) in [("s", 1e9), ("ms", 1e6), ("us", 1e3)] {
+        let v = ns as f64 / scale;
+        if v >= 1.0 {
+            let digits = if v >= 100.0 {
+                0
+            } else if v >= 10.0 {
+                1
+            } else {
+                2
+            };
+            let text = format!("{v:.digits$}");
+            // `9.999ms` at two decimals is `10.00ms`: still three digits.
+            let text = if text.contains('.') {
+                text.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                text
+            };
+            return format!("{text}{unit}");
+        }
+    }
+    format!("{ns}ns")
+}
+
 /// An integer bucket bound with binary suffixes where exact: `512`, `1K`, `3M`.
 fn human_count(n: u64) -> String {
     for (unit, scale) in [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
@@ -212,6 +240,15 @@ impl<W: Write> Writer for TextWriter<W> {
                         value(*n)
                     );
                 }
+                AggValue::Percentiles(p) => {
+                    let _ = writeln!(
+                        text,
+                        "  {}{}{}",
+                        keys.join(" "),
+                        if keys.is_empty() { "" } else { " " },
+                        percentile_fields(p, a.duration)
+                    );
+                }
                 AggValue::Hist(slots) => {
                     if !keys.is_empty() {
                         let _ = writeln!(text, "  {}", keys.join(" "));
@@ -223,6 +260,10 @@ impl<W: Write> Writer for TextWriter<W> {
         self.out.write_all(text.as_bytes())
     }
 
+    fn interval(&mut self, stamp: &IntervalStamp) -> io::Result<()> {
+        writeln!(self.out, "INTERVAL {} time={}", stamp.index, stamp.time())
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }
@@ -230,6 +271,29 @@ impl<W: Write> Writer for TextWriter<W> {
     fn set_stacks(&mut self, stacks: Rc<StackTable>) {
         self.stacks = Some(stacks);
     }
+}
+
+/// `count=120 p50=1.2ms p90=3.4ms p99=8.1ms p99.9=9.9ms max=10.2ms`; a percentile
+/// whose rank falls among negative values is `<0`.
+fn percentile_fields(p: &Pct, duration: bool) -> String {
+    let show = |v: i64| {
+        if duration && v >= 0 {
+            human_duration(v as u64)
+        } else {
+            v.to_string()
+        }
+    };
+    let mut out = format!("count={}", p.count());
+    for (name, q) in QUANTILES {
+        let v = match p.quantile(q) {
+            Some(Quantile::Value(v)) => show(v as i64),
+            Some(Quantile::Negative) => "<0".into(),
+            None => "-".into(),
+        };
+        let _ = write!(out, " {name}={v}");
+    }
+    let _ = write!(out, " max={}", p.max.map_or_else(|| "-".into(), show));
+    out
 }
 
 /// The first and last non-empty slot of a histogram.

@@ -5,13 +5,15 @@
 mod errors;
 mod multi;
 pub mod signals;
+pub mod snapshot;
 
 pub use errors::RuntimeError;
 
-use crate::check::program::{Aggregation, FieldKind, Program};
+use crate::check::program::{Aggregation, Program};
 use crate::codegen::Mode;
 use crate::metrics;
-use crate::output::{AggResult, AggRow, AggValue, Decoder, Summary, Value, Writer, read_value};
+use crate::output::interval::IntervalStamp;
+use crate::output::{AggResult, Decoder, Summary, Writer};
 use crate::stacks::StackTable;
 use crate::syntax::ast::AggFunc;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
@@ -27,6 +29,8 @@ pub struct Settings {
     /// 0: every process.
     pub target_tgid: u32,
     pub duration: Option<Duration>,
+    /// `-i`: print every aggregation's last interval this often.
+    pub interval: Option<Duration>,
     /// Ring buffer size in bytes (a power of two, at least a page).
     pub ring_size: u32,
     pub verbose: bool,
@@ -175,7 +179,11 @@ pub fn run(
     attached();
     let started = std::time::SystemTime::now();
     let mut published = Instant::now();
-    let deadline = settings.duration.map(|d| Instant::now() + d);
+    let start = Instant::now();
+    let deadline = settings.duration.map(|d| start + d);
+    let mut snapshots = snapshot::Snapshots::default();
+    let mut intervals = 0;
+    let mut next_print = settings.interval.map(|i| start + i);
     while keep_going() {
         let mut wait = Duration::from_millis(100);
         if let Some(end) = deadline {
@@ -184,6 +192,23 @@ pub fn run(
                 break;
             }
             wait = wait.min(end - now);
+        }
+        if let (Some(at), Some(every)) = (next_print, settings.interval) {
+            let now = Instant::now();
+            if now >= at {
+                intervals += 1;
+                let stamp = IntervalStamp::now(intervals);
+                let results = snapshots.interval(&obj, program, stamp, true, stacks.as_deref())?;
+                let mut st = state.borrow_mut();
+                print_interval(&mut *st.out, stamp, &results)?;
+                // The next print is on the grid from the start, however long this took.
+                let mut next = at + every;
+                while next <= now {
+                    next += every;
+                }
+                next_print = Some(next);
+            }
+            wait = wait.min(next_print.map_or(wait, |n| n.saturating_duration_since(now)));
         }
         match &ring {
             // EINTR (a signal) comes back as an error: the loop re-checks keep_going.
@@ -277,13 +302,19 @@ pub fn run(
             stacks.as_deref(),
         )?);
     }
-    for s in &outcome.summaries {
-        out.summary(s).map_err(RuntimeError::Output)?;
-    }
-    for s in &program.sessions {
-        for a in &s.aggregations {
-            let map = aggregation_map(&obj, a)?;
-            let result = read_aggregation(&map, a, &s.label, stacks.as_deref())?;
+    if settings.interval.is_some() {
+        // The last, partial interval; then the summary, over the whole run.
+        let stamp = IntervalStamp::now(intervals + 1);
+        let results = snapshots.interval(&obj, program, stamp, false, stacks.as_deref())?;
+        print_interval(out, stamp, &results)?;
+        for s in &outcome.summaries {
+            out.summary(s).map_err(RuntimeError::Output)?;
+        }
+    } else {
+        for s in &outcome.summaries {
+            out.summary(s).map_err(RuntimeError::Output)?;
+        }
+        for result in snapshot::whole_run(&obj, program, stacks.as_deref())? {
             out.aggregation(&result).map_err(RuntimeError::Output)?;
         }
     }
@@ -343,7 +374,12 @@ fn snapshot(
 ) -> Result<metrics::Snapshot, RuntimeError> {
     let mut aggregations = Vec::new();
     for s in &program.sessions {
-        for a in &s.aggregations {
+        // percentiles are not exported yet (their buckets are not `hist` slots).
+        for a in s
+            .aggregations
+            .iter()
+            .filter(|a| a.func != AggFunc::Percentiles)
+        {
             let map = aggregation_map(obj, a)?;
             let rows = agg_entries(&map, a, stacks)?
                 .into_iter()
@@ -421,22 +457,7 @@ fn agg_entries(
         else {
             continue;
         };
-        let keys = a
-            .keys
-            .iter()
-            .map(|k| {
-                let at = k.offset as usize;
-                let size = k.kind.size() as usize;
-                let v = read_value(key.get(at..at + size).unwrap_or(&[]), k.kind);
-                match (k.kind, v, stacks) {
-                    (FieldKind::Stack(kind), Value::Unsigned(raw), Some(t)) => {
-                        Value::Stack(t.stack(kind, raw))
-                    }
-                    (_, v, _) => v.into_owned(),
-                }
-            })
-            .collect();
-        out.push((keys, v));
+        out.push((snapshot::key_values(a, &key, stacks), v));
     }
     Ok(out)
 }
@@ -478,39 +499,14 @@ fn announced_tgid(record: &[u8]) -> Option<u32> {
     (word(0)? == ANNOUNCE_ID).then(|| word(1)).flatten()
 }
 
-fn read_aggregation(
-    map: &libbpf_rs::Map,
-    a: &Aggregation,
-    session: &str,
-    stacks: Option<&StackTable>,
-) -> Result<AggResult, RuntimeError> {
-    let mut rows: Vec<AggRow> = agg_entries(map, a, stacks)?
-        .into_iter()
-        .map(|(keys, v)| {
-            let value = match a.func {
-                AggFunc::Hist => AggValue::Hist((0..HIST_SLOTS).map(|i| u64_at(&v, i)).collect()),
-                f => AggValue::Number(stat_value(f, &v)),
-            };
-            AggRow { keys, value }
-        })
-        .collect();
-    // Biggest last, as bpftrace prints maps; keys break ties so output is stable.
-    rows.sort_by(|x, y| {
-        let rank = |r: &AggRow| match &r.value {
-            AggValue::Number(n) => *n as i128,
-            AggValue::Hist(s) => s.iter().sum::<u64>() as i128,
-        };
-        rank(x)
-            .cmp(&rank(y))
-            .then_with(|| format!("{:?}", x.keys).cmp(&format!("{:?}", y.keys)))
-    });
-    Ok(AggResult {
-        session: session.to_string(),
-        name: a.name.clone(),
-        title: a.title.clone(),
-        func: a.func,
-        duration: a.duration,
-        key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
-        rows,
-    })
+fn print_interval(
+    out: &mut dyn Writer,
+    stamp: IntervalStamp,
+    results: &[AggResult],
+) -> Result<(), RuntimeError> {
+    out.interval(&stamp).map_err(RuntimeError::Output)?;
+    for r in results {
+        out.aggregation(r).map_err(RuntimeError::Output)?;
+    }
+    out.flush().map_err(RuntimeError::Output)
 }

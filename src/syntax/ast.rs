@@ -49,6 +49,7 @@ pub enum AggFunc {
     Min,
     Max,
     Avg,
+    Percentiles,
 }
 
 impl AggFunc {
@@ -60,6 +61,7 @@ impl AggFunc {
             AggFunc::Min => "min",
             AggFunc::Max => "max",
             AggFunc::Avg => "avg",
+            AggFunc::Percentiles => "percentiles",
         }
     }
 }

@@ -117,6 +117,7 @@ fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
         "sum" => AggFunc::Sum,
         "min" => AggFunc::Min,
         "max" => AggFunc::Max,
+        "percentiles" => AggFunc::Percentiles,
         _ => AggFunc::Avg,
     };
     let mut arg = None;
@@ -513,7 +514,9 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::kw_where => "`where`",
         Rule::block => "`{`",
         Rule::emit | Rule::kw_emit => "`emit`",
-        Rule::aggregation | Rule::agg_func => "an aggregation (count, hist, sum, min, max, avg)",
+        Rule::aggregation | Rule::agg_func => {
+            "an aggregation (count, hist, percentiles, sum, min, max, avg)"
+        }
         Rule::emit_item | Rule::expr | Rule::pred | Rule::postfix_expr => "an expression",
         Rule::ident => "a name",
         Rule::integer => "a number",

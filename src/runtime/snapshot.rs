@@ -1,0 +1,361 @@
+//! Aggregations as read from their kernel maps. The kernel maps are never cleared: a
+//! snapshot is cumulative since the start of the run, and one `-i` interval is the
+//! difference of two successive snapshots, so every update lands in exactly one interval
+//! and the intervals add up to the run. Counts, sums, histogram and percentile buckets
+//! difference exactly. Two things cannot be differenced:
+//! - `percentiles`' max: the kernel keeps, per CPU, the max of the current interval
+//!   tagged with its generation (`fslat_interval`, which user space bumps before each
+//!   read), next to the max over the run;
+//! - `min()` and `max()`: with `-i` they are over the run so far (docs/language.md).
+//!
+//! The metrics exporter reads the cumulative snapshots (`Snapshots::cumulative`).
+
+use super::RuntimeError;
+use crate::check::program::FieldKind;
+use crate::check::program::{Aggregation, Program};
+use crate::output::buckets::PCT_SLOTS;
+use crate::output::interval::IntervalStamp;
+use crate::output::percentiles::Pct;
+use crate::output::{AggResult, AggRow, AggValue, Value, read_value};
+use crate::stacks::StackTable;
+use crate::syntax::ast::AggFunc;
+use libbpf_rs::{MapCore, MapFlags};
+use std::collections::BTreeMap;
+
+/// One key's value, summed over CPUs where the map is per-CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Raw {
+    /// count, sum, min, max, avg.
+    Stat {
+        count: u64,
+        sum: i64,
+        min: i64,
+        max: i64,
+    },
+    Hist(Vec<u64>),
+    Pct {
+        /// `max` is over the run (or, in an interval view, over the interval).
+        pct: Pct,
+        /// The max of the interval the snapshot was read at the end of.
+        interval_max: Option<i64>,
+    },
+}
+
+impl Raw {
+    /// Whether nothing was recorded (such keys are not printed for an interval).
+    fn is_empty(&self) -> bool {
+        match self {
+            Raw::Stat { count, .. } => *count == 0,
+            Raw::Hist(slots) => slots.iter().all(|&n| n == 0),
+            Raw::Pct { pct, .. } => pct.count() == 0,
+        }
+    }
+
+    /// What happened between `earlier` and `self` (both cumulative, same key).
+    fn since(&self, earlier: Option<&Raw>) -> Raw {
+        match (self, earlier) {
+            (
+                Raw::Stat {
+                    count,
+                    sum,
+                    min,
+                    max,
+                },
+                Some(Raw::Stat {
+                    count: c0, sum: s0, ..
+                }),
+            ) => Raw::Stat {
+                count: count.saturating_sub(*c0),
+                sum: sum.wrapping_sub(*s0),
+                min: *min,
+                max: *max,
+            },
+            (Raw::Hist(now), Some(Raw::Hist(then))) => Raw::Hist(
+                now.iter()
+                    .zip(then)
+                    .map(|(a, b)| a.saturating_sub(*b))
+                    .collect(),
+            ),
+            (Raw::Pct { pct, interval_max }, Some(Raw::Pct { pct: then, .. })) => Raw::Pct {
+                pct: Pct {
+                    slots: pct
+                        .slots
+                        .iter()
+                        .zip(&then.slots)
+                        .map(|(a, b)| a.saturating_sub(*b))
+                        .collect(),
+                    negative: pct.negative.saturating_sub(then.negative),
+                    max: *interval_max,
+                },
+                interval_max: *interval_max,
+            },
+            (Raw::Pct { pct, interval_max }, None) => Raw::Pct {
+                pct: Pct {
+                    max: *interval_max,
+                    ..pct.clone()
+                },
+                interval_max: *interval_max,
+            },
+            (now, _) => now.clone(),
+        }
+    }
+}
+
+/// One aggregation's rows, by the key's bytes as the kernel stores them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AggSnapshot {
+    pub rows: BTreeMap<Vec<u8>, Raw>,
+}
+
+impl AggSnapshot {
+    /// Reads `map`, the map of `a` (and for `percentiles`, `max_map`, its per-CPU maxima).
+    /// `tag` is the generation + 1 of the interval that just ended (fslat_pct.bpf.h).
+    pub fn read(
+        map: &libbpf_rs::Map,
+        max_map: Option<&libbpf_rs::Map>,
+        a: &Aggregation,
+        tag: u64,
+    ) -> Result<Self, RuntimeError> {
+        let mut rows = BTreeMap::new();
+        for key in map.keys() {
+            let Some(v) = map
+                .lookup(&key, MapFlags::ANY)
+                .map_err(RuntimeError::libbpf("reading an aggregation"))?
+            else {
+                continue;
+            };
+            let raw = match max_map {
+                Some(max_map) => {
+                    let cpus = max_map
+                        .lookup_percpu(&key, MapFlags::ANY)
+                        .map_err(RuntimeError::libbpf("reading an aggregation"))?
+                        .unwrap_or_default();
+                    read_pct(&v, &cpus, tag)
+                }
+                None => {
+                    let word = |i| super::u64_at(&v, i);
+                    match a.func {
+                        AggFunc::Hist => Raw::Hist((0..super::HIST_SLOTS).map(word).collect()),
+                        _ => Raw::Stat {
+                            count: word(0),
+                            sum: word(1) as i64,
+                            min: word(2) as i64,
+                            max: word(3) as i64,
+                        },
+                    }
+                }
+            };
+            rows.insert(key, raw);
+        }
+        Ok(AggSnapshot { rows })
+    }
+
+    /// The interval from `earlier` to `self`: keys with no update in it are left out.
+    pub fn since(&self, earlier: &AggSnapshot) -> AggSnapshot {
+        AggSnapshot {
+            rows: self
+                .rows
+                .iter()
+                .map(|(k, now)| (k.clone(), now.since(earlier.rows.get(k))))
+                .filter(|(_, r)| !r.is_empty())
+                .collect(),
+        }
+    }
+
+    /// The rows as the writers print them, smallest first (as bpftrace prints maps).
+    pub fn result(
+        &self,
+        a: &Aggregation,
+        session: &str,
+        interval: Option<IntervalStamp>,
+        stacks: Option<&StackTable>,
+    ) -> AggResult {
+        let mut rows: Vec<AggRow> = self
+            .rows
+            .iter()
+            .map(|(key, raw)| AggRow {
+                keys: key_values(a, key, stacks),
+                value: value(a.func, raw),
+            })
+            .collect();
+        // Biggest last; keys break ties so output is stable.
+        rows.sort_by(|x, y| {
+            let rank = |r: &AggRow| match &r.value {
+                AggValue::Number(n) => *n as i128,
+                AggValue::Hist(s) => s.iter().sum::<u64>() as i128,
+                AggValue::Percentiles(p) => p.count() as i128,
+            };
+            rank(x)
+                .cmp(&rank(y))
+                .then_with(|| format!("{:?}", x.keys).cmp(&format!("{:?}", y.keys)))
+        });
+        AggResult {
+            session: session.to_string(),
+            name: a.name.clone(),
+            title: a.title.clone(),
+            func: a.func,
+            duration: a.duration,
+            key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
+            rows,
+            interval,
+        }
+    }
+}
+
+fn value(func: AggFunc, raw: &Raw) -> AggValue {
+    match raw {
+        Raw::Hist(slots) => AggValue::Hist(slots.clone()),
+        Raw::Pct { pct, .. } => AggValue::Percentiles(pct.clone()),
+        &Raw::Stat {
+            count,
+            sum,
+            min,
+            max,
+        } => AggValue::Number(match func {
+            AggFunc::Count => count as i64,
+            AggFunc::Sum => sum,
+            AggFunc::Min => min,
+            AggFunc::Max => max,
+            _ => sum.checked_div(count as i64).unwrap_or(0),
+        }),
+    }
+}
+
+/// A `struct fslat_pct` and the CPUs' `struct fslat_pct_max` (fslat_pct.bpf.h).
+fn read_pct(hist: &[u8], cpus: &[Vec<u8>], tag: u64) -> Raw {
+    let mut pct = Pct::empty();
+    pct.negative = super::u64_at(hist, 0);
+    for (i, slot) in pct.slots.iter_mut().enumerate().take(PCT_SLOTS) {
+        *slot = super::u64_at(hist, 1 + i);
+    }
+    let mut interval_max: Option<i64> = None;
+    for v in cpus {
+        let word = |i| super::u64_at(v, i);
+        if word(0) > 0 {
+            let max = word(1) as i64;
+            pct.max = Some(pct.max.map_or(max, |m| m.max(max)));
+        }
+        if word(2) == tag {
+            let max = word(3) as i64;
+            interval_max = Some(interval_max.map_or(max, |m| m.max(max)));
+        }
+    }
+    Raw::Pct { pct, interval_max }
+}
+
+/// Every aggregation's latest cumulative snapshot, in program order, and the interval
+/// generation the kernel tags `percentiles`' interval max with.
+#[derive(Debug, Default)]
+pub struct Snapshots {
+    cumulative: Vec<AggSnapshot>,
+    generation: u64,
+}
+
+impl Snapshots {
+    /// The latest cumulative snapshots, one per aggregation in program order (empty ones
+    /// before the first read).
+    pub fn cumulative(&self) -> &[AggSnapshot] {
+        &self.cumulative
+    }
+
+    /// Ends the current interval: moves the kernel to the next generation, reads every
+    /// aggregation, and returns each one's rows over the interval (keys with no update
+    /// left out). `bump` is false at the end of the run, when nothing updates any more.
+    pub fn interval(
+        &mut self,
+        obj: &libbpf_rs::Object,
+        program: &Program,
+        stamp: IntervalStamp,
+        bump: bool,
+        stacks: Option<&StackTable>,
+    ) -> Result<Vec<AggResult>, RuntimeError> {
+        let tag = self.generation + 1;
+        if bump {
+            self.generation += 1;
+            if let Some(map) = obj.maps().find(|m| m.name() == "fslat_interval") {
+                map.update(
+                    &0u32.to_ne_bytes(),
+                    &self.generation.to_ne_bytes(),
+                    MapFlags::ANY,
+                )
+                .map_err(RuntimeError::libbpf("starting the next interval"))?;
+            }
+        }
+        let now = read_all(obj, program, tag)?;
+        let mut out = Vec::new();
+        for (i, (s, a)) in aggregations(program).enumerate() {
+            let before = self.cumulative.get(i).cloned().unwrap_or_default();
+            out.push(
+                now[i]
+                    .since(&before)
+                    .result(a, &s.label, Some(stamp), stacks),
+            );
+        }
+        self.cumulative = now;
+        Ok(out)
+    }
+}
+
+fn aggregations(
+    program: &Program,
+) -> impl Iterator<Item = (&crate::check::program::Session, &Aggregation)> {
+    program
+        .sessions
+        .iter()
+        .flat_map(|s| s.aggregations.iter().map(move |a| (s, a)))
+}
+
+/// Reads every aggregation of `program` from `obj`, in program order.
+pub fn read_all(
+    obj: &libbpf_rs::Object,
+    program: &Program,
+    tag: u64,
+) -> Result<Vec<AggSnapshot>, RuntimeError> {
+    aggregations(program)
+        .map(|(_, a)| {
+            let name = format!("fslat_agg_{}", a.id);
+            let find = |name: &str| obj.maps().find(|m| m.name().to_string_lossy() == name);
+            let map = find(&name).ok_or(RuntimeError::Missing("an aggregation map"))?;
+            let max_map = match a.func {
+                AggFunc::Percentiles => Some(
+                    find(&format!("{name}_max"))
+                        .ok_or(RuntimeError::Missing("a percentiles max map"))?,
+                ),
+                _ => None,
+            };
+            AggSnapshot::read(&map, max_map.as_ref(), a, tag)
+        })
+        .collect()
+}
+
+/// Every aggregation over the whole run (the print without `-i`).
+pub fn whole_run(
+    obj: &libbpf_rs::Object,
+    program: &Program,
+    stacks: Option<&StackTable>,
+) -> Result<Vec<AggResult>, RuntimeError> {
+    let all = read_all(obj, program, 1)?;
+    Ok(aggregations(program)
+        .zip(&all)
+        .map(|((s, a), snap)| snap.result(a, &s.label, None, stacks))
+        .collect())
+}
+
+/// An aggregation key's values from the key's bytes, stacks symbolized when a table is
+/// given.
+pub fn key_values(a: &Aggregation, key: &[u8], stacks: Option<&StackTable>) -> Vec<Value<'static>> {
+    a.keys
+        .iter()
+        .map(|k| {
+            let at = k.offset as usize;
+            let size = k.kind.size() as usize;
+            let v = read_value(key.get(at..at + size).unwrap_or(&[]), k.kind);
+            match (k.kind, v, stacks) {
+                (FieldKind::Stack(kind), Value::Unsigned(raw), Some(t)) => {
+                    Value::Stack(t.stack(kind, raw))
+                }
+                (_, v, _) => v.into_owned(),
+            }
+        })
+        .collect()
+}
