@@ -66,11 +66,12 @@ fn prometheus_text_has_counters_escaped_labels_and_cumulative_buckets() {
         "# TYPE fslat_reads_total counter",
         r#"fslat_reads_total{comm="a\"b\\c\nd"} 7"#,
         "# TYPE fslat_lat histogram",
-        "fslat_lat_bucket{le=\"0\"} 0",
-        "fslat_lat_bucket{le=\"5.11e-07\"} 0",
-        "fslat_lat_bucket{le=\"1.023e-06\"} 3",
-        "fslat_lat_bucket{le=\"0.000524287\"} 3",
-        "fslat_lat_bucket{le=\"0.001048575\"} 4",
+        // A duration histogram's slots are whole microseconds: slot 11 is [512us, 1024us).
+        "fslat_lat_bucket{le=\"9.99e-07\"} 0",
+        "fslat_lat_bucket{le=\"0.000511999\"} 0",
+        "fslat_lat_bucket{le=\"0.001023999\"} 3",
+        "fslat_lat_bucket{le=\"0.524287999\"} 3",
+        "fslat_lat_bucket{le=\"1.048575999\"} 4",
         "fslat_lat_bucket{le=\"+Inf\"} 4",
         "fslat_lat_sum 0.005",
         "fslat_lat_count 4",
@@ -151,7 +152,7 @@ fn otlp_request_carries_the_same_figures() {
     let p = &h.data_points[0];
     assert_eq!((p.count, p.sum), (4, Some(0.005)));
     assert_eq!(p.explicit_bounds.len(), 21);
-    assert_eq!(p.explicit_bounds[10], 1023e-9);
+    assert_eq!(p.explicit_bounds[10], 1_023_999.0 / 1e9);
     // Per bucket, not cumulative, plus the empty +Inf bucket.
     assert_eq!(p.bucket_counts.len(), 22);
     assert_eq!(
