@@ -154,15 +154,57 @@ fn host(args: &[String]) -> ExitCode {
         },
     };
 
-    let mut passed = 0;
-    let mut failed = 0;
-    let mut summaries = Vec::new();
-    for k in &kernels {
-        let t = run_kernel(k, timeout, filter.as_deref());
-        passed += t.passed;
-        failed += t.failed;
-        summaries.push((k, t));
+    // Each guest is one single-threaded qemu: two at a time use both cores of these
+    // machines and halve the wall time. One at a time streams each case as it ends; with
+    // more, each kernel's report is printed whole when its guest is done.
+    let parallel = match std::env::var("FSLAT_VM_PARALLEL") {
+        Err(_) => 2,
+        Ok(v) => match v.parse::<usize>() {
+            Ok(n) if n >= 1 => n,
+            _ => {
+                println!("kernel test: FSLAT_VM_PARALLEL={v:?} is not a positive integer");
+                println!("0 passed, 1 failed");
+                return ExitCode::FAILURE;
+            }
+        },
     }
+    .min(kernels.len().max(1));
+    let queue = std::sync::Mutex::new(kernels.iter().enumerate());
+    let done = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..parallel {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().map(|mut q| q.next()).unwrap_or(None);
+                    let Some((i, k)) = next else { break };
+                    let t = if parallel == 1 {
+                        run_kernel(k, timeout, filter.as_deref(), &mut |l| {
+                            println!("{l}");
+                            let _ = std::io::stdout().flush();
+                        })
+                    } else {
+                        println!("== kernel {k}: starting");
+                        let mut report = String::new();
+                        let t = run_kernel(k, timeout, filter.as_deref(), &mut |l| {
+                            report.push_str(l);
+                            report.push('\n');
+                        });
+                        print!("{report}");
+                        let _ = std::io::stdout().flush();
+                        t
+                    };
+                    if let Ok(mut d) = done.lock() {
+                        d.push((i, k, t));
+                    }
+                }
+            });
+        }
+    });
+    let mut summaries = done.into_inner().unwrap_or_default();
+    summaries.sort_by_key(|(i, _, _)| *i);
+    let passed: u64 = summaries.iter().map(|(_, _, t)| t.passed).sum();
+    let failed: u64 = summaries.iter().map(|(_, _, t)| t.failed).sum();
+    let summaries: Vec<_> = summaries.into_iter().map(|(_, k, t)| (k, t)).collect();
     if summaries.len() > 1 {
         println!();
         for (k, t) in &summaries {
@@ -180,23 +222,31 @@ fn host(args: &[String]) -> ExitCode {
     }
 }
 
-/// Boots one guest and runs every case in it, streaming its output.
-fn run_kernel(kernel: &str, timeout: u64, filter: Option<&str>) -> Tally {
+/// Boots one guest and runs every case in it, giving each line of its report to `out`.
+fn run_kernel(
+    kernel: &str,
+    timeout: u64,
+    filter: Option<&str>,
+    out: &mut dyn FnMut(&str),
+) -> Tally {
     let started = Instant::now();
     let root = Path::new(MANIFEST_DIR);
     let runner = root.join("tests/vm/run");
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
-            println!("kernel {kernel}: FAILED: cannot find this test binary: {e}");
+            out(&format!(
+                "kernel {kernel}: FAILED: cannot find this test binary: {e}"
+            ));
             return Tally {
                 failed: 1,
                 ..Tally::default()
             };
         }
     };
-    println!("== kernel {kernel}: booting (tests/vm/run --kernel {kernel}, timeout {timeout} s)");
-    let _ = std::io::stdout().flush();
+    out(&format!(
+        "== kernel {kernel}: booting (tests/vm/run --kernel {kernel}, timeout {timeout} s)"
+    ));
     let mut cmd = Command::new(&runner);
     cmd.args([
         "--kernel",
@@ -219,10 +269,10 @@ fn run_kernel(kernel: &str, timeout: u64, filter: Option<&str>) -> Tally {
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            println!(
+            out(&format!(
                 "kernel {kernel}: FAILED: cannot start {}: {e}; run tests/vm/setup-host",
                 runner.display()
-            );
+            ));
             return Tally {
                 failed: 1,
                 ..Tally::default()
@@ -236,7 +286,7 @@ fn run_kernel(kernel: &str, timeout: u64, filter: Option<&str>) -> Tally {
     for line in BufReader::new(stdout).lines() {
         let Ok(line) = line else { break };
         if let Some(release) = line.strip_prefix("kernel: ") {
-            println!("== kernel {kernel}: Linux {release}");
+            out(&format!("== kernel {kernel}: Linux {release}"));
         } else if let Some(r) = line.strip_prefix(RESULT_PREFIX) {
             result = parse_result(r);
         } else {
@@ -247,9 +297,8 @@ fn run_kernel(kernel: &str, timeout: u64, filter: Option<&str>) -> Tally {
             } else if line.starts_with("skip ") {
                 seen.skipped += 1;
             }
-            println!("{line}");
+            out(&line);
         }
-        let _ = std::io::stdout().flush();
     }
     let status = child.wait();
     let secs = started.elapsed().as_secs_f64();
@@ -286,15 +335,14 @@ fn run_kernel(kernel: &str, timeout: u64, filter: Option<&str>) -> Tally {
         },
     };
     if let Some(p) = problem {
-        println!("kernel {kernel}: FAILED: {p}");
+        out(&format!("kernel {kernel}: FAILED: {p}"));
         t.failed += 1;
     }
     t.secs = secs;
-    println!(
+    out(&format!(
         "kernel {kernel}: {} cases run, {} passed, {} failed ({secs:.0} s)",
         t.run, t.passed, t.failed
-    );
-    let _ = std::io::stdout().flush();
+    ));
     t
 }
 

@@ -100,21 +100,21 @@ def build_ustack_program():
     return exe
 
 
-def blocked_in_pipe_read(pid, tid, fd):
+def blocked_in_pipe_read(pid, tid, fd, wchan_name="pipe_read", syscall="0"):
     """Whether thread tid of pid sleeps in the kernel's pipe read of fd: per its wchan,
     or where wchan says only "0" (Linux 5.10), per its system call (read, 0 on x86-64,
-    of fd) and its state (S)."""
+    of fd) and its state (S). With pipe_write and 1, the same for a pipe write."""
     task = f"/proc/{pid}/task/{tid}"
     try:
         with open(f"{task}/wchan") as f:
             wchan = f.read().strip()
         if wchan != "0":
-            return "pipe_read" in wchan
+            return wchan_name in wchan
         with open(f"{task}/syscall") as f:
             call = f.read().split()
         with open(f"{task}/stat") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
-        return len(call) > 1 and call[0] == "0" and int(call[1], 16) == fd and state == "S"
+        return len(call) > 1 and call[0] == syscall and int(call[1], 16) == fd and state == "S"
     except (OSError, ValueError, IndexError):
         return False
 
@@ -195,8 +195,13 @@ def slow_fifo_read(delay_ms, name, depth=0):
 
 
 def slow_pipe_write(delay_ms):
-    """One write of one byte into a full pipe that its reader drains after delay_ms."""
+    """One write of one byte into a full pipe that its reader drains after delay_ms.
+
+    The reader starts its wait only once the writer sleeps inside write(2), so the
+    write takes at least delay_ms in the kernel however busy the writer's process is.
+    """
     r, w = os.pipe()
+    writer, tid = os.getpid(), threading.get_native_id()
     os.set_blocking(w, False)
     try:
         while True:
@@ -207,6 +212,10 @@ def slow_pipe_write(delay_ms):
     pid = os.fork()
     if pid == 0:
         os.close(w)
+        give_up = time.monotonic() + 10
+        while (not blocked_in_pipe_read(writer, tid, w, "pipe_write", "1")
+               and time.monotonic() < give_up):
+            time.sleep(0.001)
         time.sleep(delay_ms / 1000)
         while os.read(r, 65536):
             pass
