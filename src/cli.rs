@@ -109,8 +109,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
     pub listen: Option<std::net::SocketAddr>,
 
-    /// Push the same metrics with OTLP over HTTP (protobuf) to URL every 10 s and at the
-    /// end (http://HOST:PORT[/PATH]; no path means /v1/metrics)
+    /// Push the same metrics with OTLP over HTTP (protobuf) to URL every -i DUR (10 s
+    /// without -i) and at the end (http://HOST:PORT[/PATH]; no path means /v1/metrics)
     #[arg(long, value_name = "URL", value_parser = parse_otlp)]
     pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
 
@@ -754,7 +754,7 @@ pub fn compile_and_run(
     run_object(program, &object, mode, opts)
 }
 
-/// How often `--otlp` pushes.
+/// How often `--otlp` pushes without `-i` (with it, once every interval).
 const OTLP_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Loads `object` (built from `program`) and runs it; see `compile_and_run`.
@@ -779,7 +779,7 @@ pub fn run_object(
         (Some(target), Some(board)) => Some(
             crate::metrics::Pusher::start(
                 (**target).clone(),
-                OTLP_INTERVAL,
+                opts.interval.unwrap_or(OTLP_INTERVAL),
                 std::sync::Arc::clone(board),
             )
             .map_err(CliError::Otlp)?,
