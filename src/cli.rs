@@ -824,7 +824,7 @@ pub fn run_object(
             labels.len(),
             if labels.len() == 1 { "" } else { "s" },
             labels.join(", "),
-            mode.name()
+            mode.of_program(program)
         );
         if let Some(c) = child.borrow_mut().as_mut()
             && let Err(e) = c.release()

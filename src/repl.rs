@@ -162,7 +162,7 @@ impl Repl {
         eprintln!(
             "ok: {} ({}). :run to trace, :c for its C.",
             labels.join(", "),
-            mode.name()
+            mode.of_program(&program)
         );
         self.script = Some(text.to_string());
         Ok(())

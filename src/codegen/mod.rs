@@ -33,6 +33,23 @@ impl Mode {
         }
     }
 
+    /// The modes `program`'s sessions run in, as the run's messages name them
+    /// (`fsession`, or `fsession + fsession-multi` for a mix of one- and several-function
+    /// sessions on 7.2).
+    pub fn of_program(self, program: &crate::check::program::Program) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for s in &program.sessions {
+            let n = self.of_session(s).name();
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        if names.is_empty() {
+            names.push(self.name());
+        }
+        names.join(" + ")
+    }
+
     /// The mode session `s` runs in: a one-function session in fsession-multi mode is
     /// an ordinary fsession program.
     pub fn of_session(self, s: &Session) -> Mode {
