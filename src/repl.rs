@@ -142,14 +142,7 @@ impl Repl {
 
     /// A script typed at the prompt: checked now, and kept as the current script if clean.
     fn enter(&mut self, text: &str) -> Result<(), ReplError> {
-        let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
-        let (program, _) = cli::compile_script(
-            "<input>",
-            text,
-            self.kernel.as_ref(),
-            mode,
-            self.check_opts(),
-        )?;
+        let (program, _, mode) = self.compile(text)?;
         let labels: Vec<String> = program
             .sessions
             .iter()
@@ -194,6 +187,14 @@ impl Repl {
         &self,
     ) -> Result<(crate::check::program::Program, String, crate::codegen::Mode), ReplError> {
         let text = self.script.as_deref().ok_or(ReplError::NoScript)?;
+        self.compile(text)
+    }
+
+    /// `text` compiled for the current mode.
+    fn compile(
+        &self,
+        text: &str,
+    ) -> Result<(crate::check::program::Program, String, crate::codegen::Mode), ReplError> {
         let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
         let (program, c) = cli::compile_script(
             "<input>",
