@@ -388,6 +388,29 @@ impl Checker<'_> {
             })
             .collect()
     }
+
+    /// Why the kernel's trampolines cannot attach to `func`, if they cannot: they pass
+    /// at most 12 argument registers and no struct returned by value.
+    fn untraceable(&self, func: &crate::btf::FuncSig) -> Option<String> {
+        if let KType::Struct { union, .. } = self.kernel.resolve(func.ret) {
+            let what = if union { "a union" } else { "a struct" };
+            return Some(format!("it returns {what} by value"));
+        }
+        let mut regs = 0;
+        for p in &func.params {
+            match self.kernel.resolve(p.ty) {
+                KType::Struct { size, .. } if size > 16 => {
+                    return Some(format!(
+                        "its parameter `{}` is a struct of {size} bytes passed by value",
+                        p.name
+                    ));
+                }
+                KType::Struct { size, .. } => regs += (size as usize).div_ceil(8).max(1),
+                _ => regs += 1,
+            }
+        }
+        (regs > 12).then(|| format!("it takes {regs} argument registers (at most 12)"))
+    }
 }
 
 fn several_hints(d: Diagnostic, name: &str, scope: &Scope) -> Diagnostic {

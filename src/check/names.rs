@@ -1,113 +1,223 @@
-//! Names of aggregations (docs/language.md, "Names for aggregations"). A name is given
-//! with `as NAME` or derived from the session and the action: the session's label and the
-//! function, then the argument as written, each lowercased with every run of other
-//! characters than `a-z0-9` turned into one `_` (`vfs_read_hist_latency`,
-//! `vfs_read_2_count`). A derived name that is taken gets `_2`, `_3`, ... Every name is
-//! a valid Prometheus metric-name suffix, so `fslat_NAME` is a metric name.
+//! What a name means in a session: a builtin (`tgid`, `latency`, ...), a parameter by name
+//! or as `argN`, or `ret`; and how a BTF type looks as a script value.
 
-use super::program::Session;
-use crate::syntax::ast::AggFunc;
-use std::collections::HashSet;
+use super::program::*;
+use super::{COMM_CAP, Checked, Checker, STRING_CAP, Scope, quote_list};
+use crate::btf::{KType, TypeId};
+use crate::diag::{DiagKind, Diagnostic, closest};
+use crate::syntax::ast::Span;
 
-/// The names given so far, and which aggregations still need one.
-#[derive(Debug, Default)]
-pub(super) struct Names {
-    given: HashSet<String>,
-    derived: HashSet<usize>,
+pub(super) const BUILTINS: &[(&str, Builtin)] = &[
+    ("tgid", Builtin::Tgid),
+    ("pid", Builtin::Pid),
+    ("tid", Builtin::Pid),
+    ("comm", Builtin::Comm),
+    ("uid", Builtin::Uid),
+    ("gid", Builtin::Gid),
+    ("cpu", Builtin::Cpu),
+    ("cgroup", Builtin::Cgroup),
+    ("ts", Builtin::Ts),
+    ("latency", Builtin::Latency),
+    ("func", Builtin::Func),
+    ("kstack", Builtin::Kstack),
+    ("ustack", Builtin::Ustack),
+];
+
+/// Names a user may write besides parameters, for hints and completion.
+pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+    BUILTINS.iter().map(|(n, _)| *n).chain(["ret"])
 }
 
-impl Names {
-    /// Records a name from `as NAME`; false if another aggregation already has it.
-    pub(super) fn give(&mut self, name: &str) -> bool {
-        self.given.insert(name.to_string())
+impl Checker<'_> {
+    /// How a value of BTF type `ty` looks in a script, or `None` if fslat can't read it.
+    pub(super) fn value_type(&self, ty: TypeId) -> Option<Ty> {
+        Some(match self.kernel.resolve(ty) {
+            KType::Int {
+                bool_like: true, ..
+            } => Ty::Bool,
+            KType::Int { size, signed, .. } | KType::Enum { size, signed } if size <= 8 => {
+                Ty::Int(Scalar {
+                    size: size as u8,
+                    signed,
+                })
+            }
+            KType::Ptr { pointee, .. } => {
+                if self.is_char(pointee) {
+                    Ty::Str { cap: STRING_CAP }
+                } else {
+                    Ty::Ptr {
+                        pointee,
+                        type_name: self.kernel.type_name(ty),
+                    }
+                }
+            }
+            KType::Struct { .. } => Ty::Record {
+                ty,
+                type_name: self.kernel.type_name(ty),
+            },
+            KType::Array { elem, len } if self.is_char(elem) => Ty::Str {
+                cap: len.clamp(1, STRING_CAP),
+            },
+            _ => return None,
+        })
     }
 
-    /// Records that aggregation `id` takes a derived name; returns `base`, which `settle`
-    /// makes unique once every given name is known.
-    pub(super) fn derive(&mut self, id: usize, base: String) -> String {
-        self.derived.insert(id);
-        base
+    pub(super) fn is_char(&self, ty: TypeId) -> bool {
+        matches!(
+            self.kernel.resolve(ty),
+            KType::Int {
+                char_like: true,
+                ..
+            } | KType::Int { size: 1, .. }
+        )
     }
 
-    /// Makes derived names unique, in program order, around the given ones.
-    pub(super) fn settle(self, sessions: &mut [Session]) {
-        let mut taken = self.given;
-        for a in sessions.iter_mut().flat_map(|s| &mut s.aggregations) {
-            if !self.derived.contains(&a.id) {
-                continue;
+    pub(super) fn name(&mut self, scope: &Scope, name: &str, span: Span) -> Checked<Expr> {
+        if let Some((_, b)) = BUILTINS.iter().find(|(n, _)| *n == name) {
+            let ty = match b {
+                Builtin::Comm => Ty::Str { cap: COMM_CAP },
+                Builtin::Func => Ty::Str {
+                    cap: scope.func_cap,
+                },
+                Builtin::Latency => Ty::Duration,
+                Builtin::Kstack => {
+                    self.uses_kstack = true;
+                    Ty::Stack(StackKind::Kernel)
+                }
+                Builtin::Ustack => {
+                    self.uses_ustack = true;
+                    Ty::Stack(StackKind::User)
+                }
+                Builtin::Cgroup | Builtin::Ts => Ty::Int(Scalar {
+                    size: 8,
+                    signed: false,
+                }),
+                _ => Ty::Int(Scalar {
+                    size: 4,
+                    signed: false,
+                }),
+            };
+            return Ok(Expr {
+                ty,
+                kind: ExprKind::Builtin(*b),
+            });
+        }
+        if name == "ret" {
+            return self.ret(scope, span);
+        }
+        if scope.several {
+            let index = self.shared_param(scope, name, span.clone())?;
+            let raw = self.shared_param_type(scope, index);
+            return self.param_value(index, raw, span);
+        }
+        let by_name = scope.params.iter().position(|p| p.name == name);
+        let by_pos = name
+            .strip_prefix("arg")
+            .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|n| n.parse::<usize>().ok());
+        let index = match (by_name, by_pos) {
+            (Some(i), _) => i,
+            (None, Some(i)) if i < scope.params.len() => i,
+            (None, Some(_)) => {
+                return Err(self.error(
+                    span,
+                    DiagKind::ArgOutOfRange {
+                        name: name.into(),
+                        count: scope.params.len(),
+                    },
+                ));
             }
-            let mut name = a.name.clone();
-            let mut n = 1;
-            while taken.contains(&name) {
-                n += 1;
-                name = format!("{}_{n}", a.name);
+            (None, None) => {
+                let mut names: Vec<String> = scope.params.iter().map(|p| p.name.clone()).collect();
+                names.extend(builtin_names().map(String::from));
+                let mut d = Diagnostic::new(span, DiagKind::UnknownName { name: name.into() });
+                let near = closest(name, names.iter().map(String::as_str));
+                if let Some(best) = near.first() {
+                    d = d.hint(format!("did you mean `{best}`?"));
+                }
+                d = d.hint(format!(
+                    "`{}` has parameters {}; fslat also knows {}",
+                    scope.func.name,
+                    if scope.params.is_empty() {
+                        "(none)".into()
+                    } else {
+                        quote_list(
+                            &names[..scope.params.len()]
+                                .iter()
+                                .map(String::as_str)
+                                .collect::<Vec<_>>(),
+                        )
+                    },
+                    quote_list(&builtin_names().collect::<Vec<_>>())
+                ));
+                return Err(self.error_with(d));
             }
-            taken.insert(name.clone());
-            a.name = name;
+        };
+        let raw = scope.func.params[index].ty;
+        self.param_value(index, raw, span)
+    }
+
+    /// Parameter `index` of the session, of BTF type `raw`, as a value.
+    fn param_value(&mut self, index: usize, raw: TypeId, span: Span) -> Checked<Expr> {
+        match self.value_type(raw) {
+            Some(Ty::Str { cap }) => Ok(Expr {
+                ty: Ty::Str { cap },
+                kind: ExprKind::Deref(Box::new(Expr {
+                    ty: Ty::Int(Scalar {
+                        size: 8,
+                        signed: false,
+                    }),
+                    kind: ExprKind::Param(index),
+                })),
+            }),
+            Some(ty) => Ok(Expr {
+                ty,
+                kind: ExprKind::Param(index),
+            }),
+            None => Err(self.error(
+                span,
+                DiagKind::Unreadable {
+                    ty: self.kernel.type_name(raw),
+                },
+            )),
         }
     }
-}
 
-/// `<label>_<func>[_<arg>]`, each part sanitised.
-pub(super) fn derived(label: &str, func: AggFunc, arg: Option<&str>) -> String {
-    let mut name = sanitise(label);
-    if name.is_empty() {
-        name.push_str("session");
-    }
-    name.push('_');
-    name.push_str(func.name());
-    if let Some(arg) = arg.map(sanitise).filter(|a| !a.is_empty()) {
-        name.push('_');
-        name.push_str(&arg);
-    }
-    name
-}
-
-/// Lowercase `[a-z0-9]` words joined by single `_`.
-fn sanitise(text: &str) -> String {
-    text.to_ascii_lowercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect::<Vec<_>>()
-        .join("_")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn derived_names_are_sanitised_session_func_and_argument() {
-        let cases = [
-            (
-                "vfs_read",
-                AggFunc::Hist,
-                Some("latency"),
-                "vfs_read_hist_latency",
-            ),
-            ("vfs_read", AggFunc::Count, None, "vfs_read_count"),
-            (
-                "vfs_read#2",
-                AggFunc::Sum,
-                Some("ret"),
-                "vfs_read_2_sum_ret",
-            ),
-            (
-                "vfs_read,vfs_write",
-                AggFunc::Max,
-                Some("file->f_pos + 1"),
-                "vfs_read_vfs_write_max_file_f_pos_1",
-            ),
-            (
-                "ext4_file_*",
-                AggFunc::Avg,
-                Some("Count"),
-                "ext4_file_avg_count",
-            ),
-            ("*", AggFunc::Count, None, "session_count"),
-        ];
-        for (label, func, arg, want) in cases {
-            assert_eq!(derived(label, func, arg), want, "{label} {func:?} {arg:?}");
+    pub(super) fn ret(&mut self, scope: &Scope, span: Span) -> Checked<Expr> {
+        if scope.several {
+            self.shared_ret(scope, span.clone())?;
+        }
+        let ret = scope.func.ret;
+        if matches!(self.kernel.resolve(ret), KType::Void) {
+            return Err(self.error(
+                span,
+                DiagKind::RetOfVoid {
+                    func: scope.func.name.clone(),
+                },
+            ));
+        }
+        match self.value_type(ret) {
+            // A `char *` return is a pointer into the kernel: read it as a string.
+            Some(Ty::Str { cap }) => Ok(Expr {
+                ty: Ty::Str { cap },
+                kind: ExprKind::Deref(Box::new(Expr {
+                    ty: Ty::Int(Scalar {
+                        size: 8,
+                        signed: false,
+                    }),
+                    kind: ExprKind::Ret,
+                })),
+            }),
+            Some(ty) => Ok(Expr {
+                ty,
+                kind: ExprKind::Ret,
+            }),
+            None => Err(self.error(
+                span,
+                DiagKind::Unreadable {
+                    ty: self.kernel.type_name(ret),
+                },
+            )),
         }
     }
 }

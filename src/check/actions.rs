@@ -1,0 +1,266 @@
+//! A session's actions: the event an `emit` sends, with its fields laid out, and each
+//! aggregation with its key layout and name.
+
+use super::names::BUILTINS;
+use super::program::*;
+use super::{COMM_CAP, Checked, Checker, MAX_KEYS, Reported, Scope, agg_names};
+use crate::diag::DiagKind;
+use crate::syntax::ast::{self, AggFunc, Span};
+
+impl Checker<'_> {
+    pub(super) fn emit(
+        &mut self,
+        scope: &Scope,
+        index: usize,
+        label: &str,
+        items: &[ast::EmitItem],
+        has_ret: bool,
+    ) -> Checked<EventSchema> {
+        let mut fields: Vec<(String, Span, Expr)> = Vec::new();
+        if items.is_empty() {
+            let builtin = |b: Builtin, ty: Ty| Expr {
+                ty,
+                kind: ExprKind::Builtin(b),
+            };
+            let u32t = Ty::Int(Scalar {
+                size: 4,
+                signed: false,
+            });
+            if scope.several {
+                let cap = scope.func_cap;
+                fields.push(("func".into(), 0..0, builtin(Builtin::Func, Ty::Str { cap })));
+            }
+            fields.push((
+                "comm".into(),
+                0..0,
+                builtin(Builtin::Comm, Ty::Str { cap: COMM_CAP }),
+            ));
+            fields.push(("tgid".into(), 0..0, builtin(Builtin::Tgid, u32t.clone())));
+            fields.push(("pid".into(), 0..0, builtin(Builtin::Pid, u32t)));
+            let reserved = ["comm", "tgid", "pid", "ret", "latency", "func"];
+            for (i, p) in scope.params.iter().enumerate() {
+                if !matches!(p.ty, Ty::Int(_) | Ty::Bool) {
+                    continue;
+                }
+                let taken = reserved.contains(&p.name.as_str())
+                    || BUILTINS.iter().any(|(n, _)| *n == p.name);
+                let name = if taken {
+                    format!("arg{i}")
+                } else {
+                    p.name.clone()
+                };
+                fields.push((
+                    name,
+                    0..0,
+                    Expr {
+                        ty: p.ty.clone(),
+                        kind: ExprKind::Param(i),
+                    },
+                ));
+            }
+            if has_ret {
+                let ret = self.ret(scope, 0..0)?;
+                // A pointer return is shown as a number, not followed.
+                let ret = match ret.kind {
+                    ExprKind::Deref(inner) => *inner,
+                    _ => ret,
+                };
+                fields.push(("ret".into(), 0..0, ret));
+            }
+            fields.push((
+                "latency".into(),
+                0..0,
+                builtin(Builtin::Latency, Ty::Duration),
+            ));
+        } else {
+            let mut failed = false;
+            for item in items {
+                let Ok(e) = self.expr(scope, &item.expr) else {
+                    failed = true;
+                    continue;
+                };
+                let name = match (&item.alias, &item.expr.kind) {
+                    (Some(a), _) => a.name.clone(),
+                    (None, ast::ExprKind::Name(n)) => n.clone(),
+                    (None, ast::ExprKind::Member { field, .. }) => field.name.clone(),
+                    _ => {
+                        self.error(item.expr.span.clone(), DiagKind::NeedsName);
+                        failed = true;
+                        continue;
+                    }
+                };
+                let span = item
+                    .alias
+                    .as_ref()
+                    .map_or(item.expr.span.clone(), |a| a.span.clone());
+                if fields.iter().any(|(n, _, _)| *n == name) {
+                    self.error(span, DiagKind::DuplicateField { name });
+                    failed = true;
+                    continue;
+                }
+                fields.push((name, span, e));
+            }
+            if failed {
+                return Err(Reported);
+            }
+        }
+        let mut kinds = Vec::new();
+        for (_, span, e) in &fields {
+            kinds.push(self.field_kind(e, span.clone())?);
+        }
+        let (offsets, size) = layout(&kinds, 4);
+        Ok(EventSchema {
+            id: index as u32,
+            session: label.to_string(),
+            fields: fields
+                .into_iter()
+                .zip(kinds)
+                .zip(offsets)
+                .map(|(((name, _, expr), kind), offset)| EventField {
+                    name,
+                    kind,
+                    offset,
+                    expr,
+                })
+                .collect(),
+            size,
+        })
+    }
+
+    fn field_kind(&mut self, e: &Expr, span: Span) -> Checked<FieldKind> {
+        Ok(match &e.ty {
+            Ty::Int(s) => FieldKind::Int(*s),
+            Ty::Bool => FieldKind::Bool,
+            Ty::Duration => FieldKind::Duration,
+            Ty::Str { cap } => FieldKind::Str { cap: *cap },
+            Ty::Ptr { .. } => FieldKind::Ptr,
+            Ty::Stack(k) => FieldKind::Stack(*k),
+            Ty::Record { type_name, .. } => {
+                return Err(self.error(
+                    span,
+                    DiagKind::StructValue {
+                        ty: type_name.clone(),
+                    },
+                ));
+            }
+        })
+    }
+
+    pub(super) fn aggregation(
+        &mut self,
+        scope: &Scope,
+        label: &str,
+        a: &ast::Aggregate,
+    ) -> Checked<Aggregation> {
+        let name = a.func.name();
+        let arg = match (a.func, &a.arg) {
+            (AggFunc::Count, None) => None,
+            (AggFunc::Count, Some(e)) => {
+                return Err(self.error(
+                    e.span.clone(),
+                    DiagKind::WrongArgCount {
+                        func: name.into(),
+                        expected: 0,
+                        found: 1,
+                    },
+                ));
+            }
+            (_, None) => {
+                return Err(self.error(
+                    a.span.clone(),
+                    DiagKind::WrongArgCount {
+                        func: name.into(),
+                        expected: 1,
+                        found: 0,
+                    },
+                ));
+            }
+            (_, Some(e)) => {
+                let v = self.expr(scope, e)?;
+                if !matches!(v.ty, Ty::Int(_) | Ty::Duration) {
+                    return Err(self.error(
+                        e.span.clone(),
+                        DiagKind::BadArgType {
+                            func: name.into(),
+                            expected: "a number or a duration",
+                            found: v.ty.describe(),
+                        },
+                    ));
+                }
+                Some(v)
+            }
+        };
+        if a.by.len() > MAX_KEYS {
+            return Err(self.error(a.by[MAX_KEYS].span.clone(), DiagKind::TooManyKeys));
+        }
+        let mut keys = Vec::new();
+        let mut kinds = Vec::new();
+        for k in &a.by {
+            let e = self.expr(scope, k)?;
+            let kind = match e.ty {
+                Ty::Int(s) => FieldKind::Int(s),
+                Ty::Bool => FieldKind::Bool,
+                Ty::Str { cap } => FieldKind::Str { cap },
+                Ty::Stack(s) => FieldKind::Stack(s),
+                ref t => {
+                    return Err(self.error(k.span.clone(), DiagKind::BadKey { ty: t.describe() }));
+                }
+            };
+            let name = match &k.kind {
+                ast::ExprKind::Name(n) => n.clone(),
+                ast::ExprKind::Member { field, .. } => field.name.clone(),
+                _ => self.source[k.span.clone()].to_string(),
+            };
+            kinds.push(kind);
+            keys.push((name, e));
+        }
+        let (offsets, key_size) = if kinds.is_empty() {
+            (Vec::new(), 8)
+        } else {
+            layout(&kinds, 0)
+        };
+        let id = self.next_agg;
+        let name = match &a.name {
+            Some(given) => {
+                if !self.agg_names.give(&given.name) {
+                    return Err(self.error(
+                        given.span.clone(),
+                        DiagKind::DuplicateAggName {
+                            name: given.name.clone(),
+                        },
+                    ));
+                }
+                given.name.clone()
+            }
+            None => {
+                let arg_text = a.arg.as_ref().map(|e| &self.source[e.span.clone()]);
+                self.agg_names
+                    .derive(id, agg_names::derived(label, a.func, arg_text))
+            }
+        };
+        self.next_agg += 1;
+        Ok(Aggregation {
+            name,
+            id,
+            func: a.func,
+            duration: arg.as_ref().is_some_and(|e| e.ty == Ty::Duration),
+            arg,
+            keys: keys
+                .into_iter()
+                .zip(kinds)
+                .zip(offsets)
+                .map(|(((name, expr), kind), offset)| AggKey {
+                    name,
+                    kind,
+                    offset,
+                    expr,
+                })
+                .collect(),
+            key_size,
+            title: self.source[a.span.clone()]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
+        })
+    }
+}

@@ -1,0 +1,268 @@
+//! Member reads (`f->f_path.dentry`) checked against the kernel's structs, and the struct
+//! declarations codegen writes for CO-RE: only the members a script reads.
+
+use super::program::*;
+use super::{Checked, Checker, Scope};
+use crate::btf::{KType, TypeId};
+use crate::diag::{DiagKind, Diagnostic, closest};
+use crate::syntax::ast;
+use std::collections::BTreeMap;
+
+impl Checker<'_> {
+    pub(super) fn member(
+        &mut self,
+        scope: &Scope,
+        base: &ast::Expr,
+        arrow: bool,
+        field: &ast::Ident,
+    ) -> Checked<Expr> {
+        let b = self.expr(scope, base)?;
+        // The struct whose member is read, and the read so far.
+        let (struct_ty, root, root_name, mut path) = match (&b.ty, arrow) {
+            (Ty::Ptr { pointee, .. }, true) => match b.kind {
+                ExprKind::Read {
+                    base,
+                    root,
+                    mut path,
+                    ..
+                } => {
+                    path.push(Vec::new());
+                    (*pointee, *base, root, path)
+                }
+                _ => (
+                    *pointee,
+                    b.clone(),
+                    self.struct_c_name(*pointee),
+                    vec![Vec::new()],
+                ),
+            },
+            (Ty::Record { ty, type_name }, false) => match b.kind {
+                ExprKind::Read {
+                    base, root, path, ..
+                } => (*ty, *base, root, path),
+                _ => {
+                    return Err(self.error(
+                        base.span.clone(),
+                        DiagKind::ByValueStruct {
+                            ty: type_name.clone(),
+                        },
+                    ));
+                }
+            },
+            (Ty::Ptr { type_name, .. }, false) => {
+                let d = Diagnostic::new(
+                    field.span.clone(),
+                    DiagKind::DotOnPointer {
+                        ty: type_name.clone(),
+                    },
+                )
+                .hint(format!("write `->{}`", field.name));
+                return Err(self.error_with(d));
+            }
+            (Ty::Record { type_name, .. }, true) => {
+                let d = Diagnostic::new(
+                    field.span.clone(),
+                    DiagKind::ArrowOnValue {
+                        ty: type_name.clone(),
+                    },
+                )
+                .hint(format!("write `.{}`", field.name));
+                return Err(self.error_with(d));
+            }
+            (Ty::Str { .. }, _) => {
+                return Err(self.error(
+                    base.span.clone(),
+                    DiagKind::NotAStruct {
+                        ty: "char *".into(),
+                    },
+                ));
+            }
+            (t, _) => {
+                return Err(
+                    self.error(base.span.clone(), DiagKind::NotAStruct { ty: t.describe() })
+                );
+            }
+        };
+        let KType::Struct { .. } = self.kernel.resolve(struct_ty) else {
+            return Err(self.error(
+                base.span.clone(),
+                DiagKind::NotAStruct {
+                    ty: self.kernel.type_name(struct_ty),
+                },
+            ));
+        };
+        let Some(f) = self.kernel.field(struct_ty, &field.name) else {
+            let names = self.kernel.field_names(struct_ty);
+            let mut d = Diagnostic::new(
+                field.span.clone(),
+                DiagKind::NoSuchField {
+                    field: field.name.clone(),
+                    ty: self.kernel.type_name(struct_ty),
+                },
+            );
+            let near = closest(&field.name, names.iter().map(String::as_str));
+            if let Some(best) = near.first() {
+                d = d.hint(format!("did you mean `{best}`?"));
+            }
+            if !names.is_empty() && names.len() <= 40 {
+                d = d.hint(format!("its fields are {}", names.join(", ")));
+            }
+            return Err(self.error_with(d));
+        };
+        if f.bitfield {
+            return Err(self.error(
+                field.span.clone(),
+                DiagKind::Bitfield {
+                    field: field.name.clone(),
+                },
+            ));
+        }
+        let Some(ty) = self.value_type(f.ty) else {
+            return Err(self.error(
+                field.span.clone(),
+                DiagKind::Unreadable {
+                    ty: self.kernel.type_name(f.ty),
+                },
+            ));
+        };
+        self.declare_member(struct_ty, &f.name, f.ty);
+        let string = match (&ty, self.kernel.resolve(f.ty)) {
+            (Ty::Str { .. }, KType::Array { .. }) => Some(StringSource::Array),
+            (Ty::Str { .. }, _) => Some(StringSource::Pointer),
+            _ => None,
+        };
+        path.last_mut()
+            .expect("a read path has at least one group")
+            .push(f.name.clone());
+        Ok(Expr {
+            ty,
+            kind: ExprKind::Read {
+                base: Box::new(root),
+                root: root_name,
+                path,
+                string,
+            },
+        })
+    }
+
+    /// Records that a script reads member `name` of struct `ty`, so codegen declares it.
+    fn declare_member(&mut self, ty: TypeId, name: &str, member_ty: TypeId) {
+        let c_name = self.struct_c_name(ty);
+        let (decl, needs) = self.member_decl(member_ty);
+        let entry = self.structs.entry(c_name.clone()).or_insert_with(|| {
+            (
+                StructDecl {
+                    ty,
+                    c_name: c_name.clone(),
+                    members: Vec::new(),
+                },
+                Vec::new(),
+            )
+        });
+        if !entry.0.members.iter().any(|m| m.name == name) {
+            entry.0.members.push(MemberDecl {
+                name: name.to_string(),
+                decl,
+            });
+            entry.1.extend(needs);
+        }
+        if !self.struct_order.contains(&c_name) {
+            self.struct_order.push(c_name);
+        }
+    }
+
+    fn struct_c_name(&self, ty: TypeId) -> String {
+        match self.kernel.resolve(ty) {
+            KType::Struct { name, union, .. } => {
+                let kw = if union { "union" } else { "struct" };
+                if name.is_empty() {
+                    format!("{kw} fslat_anon_{ty}")
+                } else {
+                    format!("{kw} {name}")
+                }
+            }
+            _ => format!("struct fslat_anon_{ty}"),
+        }
+    }
+
+    /// The member's C declaration, and the structs it embeds by value.
+    fn member_decl(&mut self, ty: TypeId) -> (String, Vec<String>) {
+        match self.kernel.resolve(ty) {
+            KType::Int { size, signed, .. } | KType::Enum { size, signed } => {
+                (format!("{} {{}}", c_int(size, signed)), Vec::new())
+            }
+            KType::Ptr { pointee, .. } => {
+                let target = match self.kernel.resolve(pointee) {
+                    KType::Struct { .. } => self.struct_c_name(pointee),
+                    _ if self.is_char(pointee) => "char".into(),
+                    _ => "void".into(),
+                };
+                (format!("{target} *{{}}"), Vec::new())
+            }
+            KType::Struct { .. } => {
+                let name = self.struct_c_name(ty);
+                // An embedded struct must be complete; declare it even if empty.
+                if !self.structs.contains_key(&name) {
+                    self.structs.insert(
+                        name.clone(),
+                        (
+                            StructDecl {
+                                ty,
+                                c_name: name.clone(),
+                                members: Vec::new(),
+                            },
+                            Vec::new(),
+                        ),
+                    );
+                    self.struct_order.push(name.clone());
+                }
+                (format!("{name} {{}}"), vec![name])
+            }
+            KType::Array { elem, len } => {
+                let e = if self.is_char(elem) { "char" } else { "__u8" };
+                (format!("{e} {{}}[{len}]"), Vec::new())
+            }
+            _ => ("__u64 {}".into(), Vec::new()),
+        }
+    }
+
+    /// Struct declarations, each after the ones it embeds.
+    pub(super) fn ordered_structs(&self) -> Vec<StructDecl> {
+        fn visit(
+            name: &str,
+            all: &BTreeMap<String, (StructDecl, Vec<String>)>,
+            done: &mut Vec<String>,
+            out: &mut Vec<StructDecl>,
+        ) {
+            if done.iter().any(|d| d == name) {
+                return;
+            }
+            done.push(name.to_string());
+            if let Some((decl, needs)) = all.get(name) {
+                for n in needs {
+                    visit(n, all, done, out);
+                }
+                out.push(decl.clone());
+            }
+        }
+        let mut done = Vec::new();
+        let mut out = Vec::new();
+        for name in &self.struct_order {
+            visit(name, &self.structs, &mut done, &mut out);
+        }
+        out
+    }
+}
+
+pub fn c_int(size: u32, signed: bool) -> &'static str {
+    match (size, signed) {
+        (1, false) => "__u8",
+        (1, true) => "__s8",
+        (2, false) => "__u16",
+        (2, true) => "__s16",
+        (4, false) => "__u32",
+        (4, true) => "__s32",
+        (_, false) => "__u64",
+        (_, true) => "__s64",
+    }
+}

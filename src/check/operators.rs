@@ -1,0 +1,368 @@
+//! Unary and binary operators: their types, the mistakes fslat refuses (a duration against
+//! a bare number, an unsigned value against a negative one), and folding constants.
+
+use super::program::*;
+use super::{Checked, Checker, Scope};
+use crate::diag::{DiagKind, Diagnostic};
+use crate::syntax::ast::{self, BinOp, Span, UnOp};
+
+impl Checker<'_> {
+    pub(super) fn unary(
+        &mut self,
+        scope: &Scope,
+        op: UnOp,
+        inner: &ast::Expr,
+        span: Span,
+    ) -> Checked<Expr> {
+        let e = self.expr(scope, inner)?;
+        if let Ty::Stack(k) = e.ty {
+            return Err(self.stack_operand(k, inner.span.clone()));
+        }
+        match (op, &e.ty) {
+            (UnOp::Neg, Ty::Int(_)) => Ok(match e.kind {
+                ExprKind::Int(v) => int_const(-v),
+                _ => Expr {
+                    ty: Ty::Int(Scalar {
+                        size: 8,
+                        signed: true,
+                    }),
+                    kind: ExprKind::Unary {
+                        op,
+                        expr: Box::new(e),
+                    },
+                },
+            }),
+            (UnOp::BitNot, Ty::Int(s)) => Ok(Expr {
+                ty: Ty::Int(Scalar {
+                    size: 8,
+                    signed: s.signed,
+                }),
+                kind: ExprKind::Unary {
+                    op,
+                    expr: Box::new(e),
+                },
+            }),
+            (UnOp::Not, Ty::Bool | Ty::Int(_) | Ty::Ptr { .. }) => Ok(Expr {
+                ty: Ty::Bool,
+                kind: ExprKind::Unary {
+                    op,
+                    expr: Box::new(e),
+                },
+            }),
+            (_, t) => Err(self.error(
+                span,
+                DiagKind::Mismatch {
+                    op: match op {
+                        UnOp::Neg => "-",
+                        UnOp::Not => "not",
+                        UnOp::BitNot => "~",
+                    },
+                    lhs: t.describe(),
+                    rhs: "nothing".into(),
+                },
+            )),
+        }
+    }
+
+    pub(super) fn binary(
+        &mut self,
+        scope: &Scope,
+        op: BinOp,
+        lhs: &ast::Expr,
+        rhs: &ast::Expr,
+        span: Span,
+    ) -> Checked<Expr> {
+        if op.is_logic() {
+            let l = self.condition(scope, lhs);
+            let r = self.condition(scope, rhs);
+            let (l, r) = (l?, r?);
+            return Ok(Expr {
+                ty: Ty::Bool,
+                kind: ExprKind::Binary {
+                    op,
+                    lhs: Box::new(l),
+                    rhs: Box::new(r),
+                    signed: false,
+                },
+            });
+        }
+        let l = self.expr(scope, lhs);
+        let r = self.expr(scope, rhs);
+        let (l, r) = (l?, r?);
+        for (side, span) in [(&l, &lhs.span), (&r, &rhs.span)] {
+            if let Ty::Stack(k) = side.ty {
+                return Err(self.stack_operand(k, span.clone()));
+            }
+        }
+        let mismatch = |l: &Expr, r: &Expr| DiagKind::Mismatch {
+            op: op.symbol(),
+            lhs: l.ty.describe(),
+            rhs: r.ty.describe(),
+        };
+        let node = |ty: Ty, l: Expr, r: Expr, signed: bool| Expr {
+            ty,
+            kind: ExprKind::Binary {
+                op,
+                lhs: Box::new(l),
+                rhs: Box::new(r),
+                signed,
+            },
+        };
+        match (&l.ty, &r.ty) {
+            (Ty::Str { cap: a }, Ty::Str { cap: b }) => {
+                if !matches!(op, BinOp::Eq | BinOp::Ne) {
+                    return Err(self.error(span, DiagKind::StringOperator { op: op.symbol() }));
+                }
+                // A literal longer than what the other side can hold never matches.
+                for (lit, other_cap, lit_span) in [(&l, *b, &lhs.span), (&r, *a, &rhs.span)] {
+                    if let ExprKind::Str(bytes) = &lit.kind
+                        && bytes.len() as u32 >= other_cap
+                    {
+                        return Err(self.error(
+                            lit_span.clone(),
+                            DiagKind::StringTooLong {
+                                len: bytes.len(),
+                                cap: other_cap,
+                            },
+                        ));
+                    }
+                }
+                Ok(node(Ty::Bool, l, r, false))
+            }
+            (Ty::Str { .. }, _) | (_, Ty::Str { .. }) => Err(self.error(span, mismatch(&l, &r))),
+            (Ty::Duration, Ty::Int(_)) | (Ty::Int(_), Ty::Duration)
+                if op.is_comparison() || matches!(op, BinOp::Add | BinOp::Sub | BinOp::Rem) =>
+            {
+                let int_side = if matches!(l.ty, Ty::Int(_)) { &l } else { &r };
+                let mut d = Diagnostic::new(span, DiagKind::DurationVsInteger);
+                if let ExprKind::Int(v) = int_side.kind {
+                    let dur_side = if matches!(l.ty, Ty::Int(_)) { rhs } else { lhs };
+                    let dur_text = &self.source[dur_side.span.clone()];
+                    let lit = duration_literal(v);
+                    d = d.hint(if matches!(l.ty, Ty::Duration) {
+                        format!("write `{dur_text} {} {lit}`", op.symbol())
+                    } else {
+                        format!("write `{lit} {} {dur_text}`", op.symbol())
+                    });
+                }
+                d = d.hint("durations are written with a unit: 500ns, 250us, 10ms, 2s");
+                Err(self.error_with(d))
+            }
+            (Ty::Duration, Ty::Duration) => {
+                if op.is_comparison() {
+                    Ok(node(Ty::Bool, l, r, false))
+                } else {
+                    match op {
+                        BinOp::Add | BinOp::Sub | BinOp::Rem => {
+                            if op == BinOp::Rem {
+                                self.nonzero_divisor(&r, rhs)?;
+                            }
+                            Ok(fold(node(Ty::Duration, l, r, false)))
+                        }
+                        BinOp::Div => {
+                            self.nonzero_divisor(&r, rhs)?;
+                            // Folded, so `count / (1us / 1ms)` is seen to divide by 0.
+                            Ok(fold(node(
+                                Ty::Int(Scalar {
+                                    size: 8,
+                                    signed: false,
+                                }),
+                                l,
+                                r,
+                                false,
+                            )))
+                        }
+                        _ => Err(self.error(span, mismatch(&l, &r))),
+                    }
+                }
+            }
+            (Ty::Duration, Ty::Int(_)) if matches!(op, BinOp::Mul | BinOp::Div) => {
+                if op == BinOp::Div {
+                    self.nonzero_divisor(&r, rhs)?;
+                }
+                Ok(fold(node(Ty::Duration, l, r, false)))
+            }
+            (Ty::Int(_), Ty::Duration) if op == BinOp::Mul => {
+                Ok(fold(node(Ty::Duration, l, r, false)))
+            }
+            (Ty::Int(a), Ty::Int(b)) => {
+                let (a, b) = (*a, *b);
+                let lc = const_value(&l);
+                let rc = const_value(&r);
+                if op.is_comparison() {
+                    self.signedness(op, &l, lc, &r, rc, span)?;
+                    let signed = (a.signed && lc.is_none())
+                        || (b.signed && rc.is_none())
+                        || (lc.is_some() && rc.is_some());
+                    return Ok(fold(node(Ty::Bool, l, r, signed)));
+                }
+                if matches!(op, BinOp::Div | BinOp::Rem) {
+                    self.nonzero_divisor(&r, rhs)?;
+                }
+                if matches!(op, BinOp::Shl | BinOp::Shr)
+                    && let Some(by) = rc.filter(|by| !(0..64).contains(by))
+                {
+                    return Err(self.error(rhs.span.clone(), DiagKind::ShiftOutOfRange { by }));
+                }
+                let signed = (a.signed && lc.is_none()) || (b.signed && rc.is_none());
+                Ok(fold(node(
+                    Ty::Int(Scalar { size: 8, signed }),
+                    l,
+                    r,
+                    signed,
+                )))
+            }
+            (Ty::Bool, Ty::Bool) if matches!(op, BinOp::Eq | BinOp::Ne) => {
+                Ok(node(Ty::Bool, l, r, false))
+            }
+            (Ty::Ptr { .. }, Ty::Ptr { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => {
+                Ok(node(Ty::Bool, l, r, false))
+            }
+            (Ty::Ptr { .. }, Ty::Int(_)) | (Ty::Int(_), Ty::Ptr { .. })
+                if matches!(op, BinOp::Eq | BinOp::Ne)
+                    && (const_value(&l).is_some() || const_value(&r).is_some()) =>
+            {
+                Ok(node(Ty::Bool, l, r, false))
+            }
+            _ => Err(self.error(span, mismatch(&l, &r))),
+        }
+    }
+
+    fn nonzero_divisor(&mut self, r: &Expr, rhs: &ast::Expr) -> Checked<()> {
+        if const_value(r) == Some(0) {
+            return Err(self.error(rhs.span.clone(), DiagKind::DivisionByZero));
+        }
+        Ok(())
+    }
+
+    /// `ret < 0` on an unsigned type, or an unsigned value against a negative number.
+    fn signedness(
+        &mut self,
+        op: BinOp,
+        l: &Expr,
+        lc: Option<i128>,
+        r: &Expr,
+        rc: Option<i128>,
+        span: Span,
+    ) -> Checked<()> {
+        for (var, c, var_is_left) in [(l, rc, true), (r, lc, false)] {
+            let (Ty::Int(s), Some(c)) = (&var.ty, c) else {
+                continue;
+            };
+            if s.signed || const_value(var).is_some() {
+                continue;
+            }
+            let ty = self.unsigned_name(var);
+            if c < 0 {
+                let d = Diagnostic::new(span, DiagKind::UnsignedVsNegative { ty }).hint(
+                    "only signed values (such as `ret` of a function returning `ssize_t` or `int`) can be negative",
+                );
+                return Err(self.error_with(d));
+            }
+            if c == 0 {
+                // Normalise to `var OP 0`.
+                let op = if var_is_left { op } else { flip(op) };
+                let always = match op {
+                    BinOp::Lt => Some(false),
+                    BinOp::Ge => Some(true),
+                    _ => None,
+                };
+                if let Some(always) = always {
+                    return Err(self.error(span, DiagKind::UnsignedTautology { ty, always }));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unsigned_name(&self, e: &Expr) -> String {
+        match e.ty {
+            Ty::Int(s) => format!("u{}", s.size * 8),
+            _ => e.ty.describe(),
+        }
+    }
+}
+
+pub(super) fn int_const(v: i128) -> Expr {
+    Expr {
+        ty: Ty::Int(Scalar {
+            size: 8,
+            signed: v < 0,
+        }),
+        kind: ExprKind::Int(v),
+    }
+}
+
+fn const_value(e: &Expr) -> Option<i128> {
+    match e.kind {
+        ExprKind::Int(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// Folds arithmetic on two constants, so `10ms * 2` is a constant and `x < -1` sees `-1`.
+fn fold(e: Expr) -> Expr {
+    let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind else {
+        return e;
+    };
+    let (Some(a), Some(b)) = (const_value(lhs), const_value(rhs)) else {
+        return e;
+    };
+    let v = match op {
+        BinOp::Add => a.checked_add(b),
+        BinOp::Sub => a.checked_sub(b),
+        BinOp::Mul => a.checked_mul(b),
+        BinOp::Div => a.checked_div(b),
+        BinOp::Rem => a.checked_rem(b),
+        BinOp::BitAnd => Some(a & b),
+        BinOp::BitOr => Some(a | b),
+        BinOp::BitXor => Some(a ^ b),
+        BinOp::Shl => u32::try_from(b).ok().filter(|s| *s < 64).map(|s| a << s),
+        BinOp::Shr => u32::try_from(b).ok().filter(|s| *s < 64).map(|s| a >> s),
+        _ => {
+            let r = match op {
+                BinOp::Eq => a == b,
+                BinOp::Ne => a != b,
+                BinOp::Lt => a < b,
+                BinOp::Le => a <= b,
+                BinOp::Gt => a > b,
+                _ => a >= b,
+            };
+            return Expr {
+                ty: Ty::Bool,
+                kind: ExprKind::Bool(r),
+            };
+        }
+    };
+    match v {
+        Some(v) if v >= i128::from(i64::MIN) && v <= i128::from(u64::MAX) => Expr {
+            ty: if e.ty == Ty::Duration {
+                Ty::Duration
+            } else {
+                int_const(v).ty
+            },
+            kind: ExprKind::Int(v),
+        },
+        _ => e,
+    }
+}
+
+fn flip(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Ge => BinOp::Le,
+        o => o,
+    }
+}
+
+/// `10000` → `10us`: the largest unit that divides the number of nanoseconds.
+pub fn duration_literal(ns: i128) -> String {
+    for (unit, scale) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
+        if ns != 0 && ns % scale == 0 {
+            return format!("{}{unit}", ns / scale);
+        }
+    }
+    format!("{ns}ns")
+}
