@@ -151,6 +151,34 @@ pub enum DiagKind {
         first_func: String,
         first_ty: String,
     },
+    /// A bpftrace probe (`kprobe:`, `tracepoint:`, `BEGIN`, ...) where a session belongs.
+    ForeignProbe {
+        probe: String,
+    },
+    /// bpftrace's `/predicate/`.
+    ForeignFilter,
+    ForeignPrintf {
+        name: String,
+    },
+    ForeignVariable {
+        name: String,
+    },
+    ForeignMap,
+    ForeignIf,
+    /// `comm = "bash"`.
+    AssignAsComparison,
+    SingleQuotes,
+    FractionalDuration {
+        text: String,
+    },
+    /// A word close to the keyword the parser expected (`sesion`).
+    UnknownKeyword {
+        word: String,
+    },
+    /// A script whose first word is not `session`, nor close to it.
+    NotASession {
+        word: String,
+    },
 }
 
 impl DiagKind {
@@ -274,6 +302,47 @@ impl DiagKind {
             } => format!(
                 "`{name}` has another type in `{func}` (`{ty}`) than in `{first_func}` (`{first_ty}`)"
             ),
+            ForeignProbe { probe } => match probe.as_str() {
+                "kprobe" | "k" | "fentry" | "f" | "kfunc" => format!(
+                    "fslat has no `{probe}:` probes: `session FUNC` traces a kernel function's entry and return together"
+                ),
+                "kretprobe" | "kr" | "fexit" | "fr" | "kretfunc" => format!(
+                    "fslat has no `{probe}:` probes: `session FUNC` sees the return too (`ret` is bpftrace's `retval`, `latency` the time since entry)"
+                ),
+                "tracepoint" | "t" | "rawtracepoint" | "rt" => format!(
+                    "fslat has no tracepoints (`{probe}:`): it traces kernel functions that have BTF"
+                ),
+                "BEGIN" | "END" => format!(
+                    "fslat has no `{probe}` probe: a script is made of `session FUNC` items"
+                ),
+                "uprobe" | "uretprobe" | "u" | "ur" | "usdt" | "U" => format!(
+                    "fslat has no user-space probes (`{probe}:`): it traces kernel functions"
+                ),
+                _ => format!("fslat has no `{probe}:` probes: it traces kernel functions"),
+            },
+            ForeignFilter => {
+                "a filter is written `where CONDITION` in fslat, not between slashes".into()
+            }
+            ForeignPrintf { name } if name == "printf" => format!(
+                "fslat has no `{name}()`: `emit` prints one event per call, with the fields listed after it"
+            ),
+            ForeignPrintf { name } => format!("fslat has no `{name}()`"),
+            ForeignVariable { name } => format!(
+                "fslat has no variables (`${name}`): a session's actions are `emit` and aggregations"
+            ),
+            ForeignMap => {
+                "fslat has no maps (`@...`): an aggregation is an action of its own, with its keys after `by`".into()
+            }
+            ForeignIf => "fslat has no `if`: a session's condition is its `where`".into(),
+            AssignAsComparison => "`=` is not a comparison: fslat compares with `==`".into(),
+            SingleQuotes => "strings are written in double quotes".into(),
+            FractionalDuration { text } => {
+                format!("`{text}`: a duration is a whole number of ns, us, ms or s")
+            }
+            UnknownKeyword { word } => format!("`{word}` is not a keyword or action fslat knows"),
+            NotASession { word } => {
+                format!("a script is made of `session FUNC` items; `{word}` does not start one")
+            }
         }
     }
 }

@@ -132,7 +132,9 @@ impl Checker<'_> {
                 names.extend(builtin_names().map(String::from));
                 let mut d = Diagnostic::new(span, DiagKind::UnknownName { name: name.into() });
                 let near = closest(name, names.iter().map(String::as_str));
-                if let Some(best) = near.first() {
+                if let Some(hint) = crate::syntax::foreign::name_hint(name) {
+                    d = d.hint(hint);
+                } else if let Some(best) = near.first() {
                     d = d.hint(format!("did you mean `{best}`?"));
                 }
                 d = d.hint(format!(

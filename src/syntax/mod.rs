@@ -1,6 +1,7 @@
 //! Stage 1: script text → AST. The grammar is `grammar/fslat.pest`.
 
 pub mod ast;
+pub(crate) mod foreign;
 
 use crate::diag::{DiagKind, Diagnostic};
 use ast::*;
@@ -458,6 +459,13 @@ fn parse_error(e: pest::error::Error<Rule>, source: &str) -> Diagnostic {
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
     };
+    let positives = match &e.variant {
+        ErrorVariant::ParsingError { positives, .. } => positives.as_slice(),
+        ErrorVariant::CustomError { .. } => &[],
+    };
+    if let Some(d) = foreign::explain(source, pos, positives) {
+        return d;
+    }
     let expected = match &e.variant {
         ErrorVariant::ParsingError { positives, .. } => {
             let mut words: Vec<&'static str> =
