@@ -15,6 +15,7 @@ pub mod cli;
 pub mod codegen;
 pub mod diag;
 pub mod doctor;
+pub mod driver;
 pub mod listing;
 pub mod metrics;
 pub mod output;

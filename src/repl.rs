@@ -1,7 +1,7 @@
 //! The interactive front end (`fslat repl`, or `fslat` with no program on a terminal): type
 //! a session and it is checked at once; look at its C, run it for a while, change it, run
-//! it again. Everything past reading input goes through the functions the command line
-//! uses (`cli::compile_script`, `cli::compile_and_run`, `listing::list`).
+//! it again. Everything past reading input goes through the driver, as the command line's
+//! runs do (`driver::compile_script`, `driver::compile_and_run`).
 //!
 //! On a terminal input is edited with rustyline (history, completion, multi-line entry
 //! while braces or parentheses are open). From a pipe or file, entries are read line by
@@ -9,7 +9,7 @@
 
 use crate::btf::{Btf, KernelTypes};
 use crate::build::Compiler;
-use crate::cli::{self, CliError, ModeArg, RunArgs};
+use crate::driver::{self, Error, ModeChoice, Options};
 use crate::listing::{self, Traceable};
 use crate::runtime::signals;
 use clap::ValueEnum;
@@ -51,10 +51,10 @@ const COMMANDS: &[(&str, &str, &str)] = &[
 ];
 
 /// Starts the REPL: interactive on a terminal, scripted otherwise.
-pub fn run(opts: &RunArgs) -> Result<(), CliError> {
-    let kernel = Rc::new(cli::load_kernel_types(opts.btf.as_ref())?);
+pub fn run(opts: &Options) -> Result<(), Error> {
+    let kernel = Rc::new(driver::load_kernel_types(opts.btf.as_ref())?);
     // `--mode fsession` on a kernel without it is an error now, not at the first `:run`.
-    let mode = cli::resolve_mode(opts.mode, kernel.as_ref())?;
+    let mode = driver::resolve_mode(opts.mode, kernel.as_ref())?;
     let functions = Rc::new(Traceable::new(kernel.as_ref()));
     let mut repl = Repl {
         kernel: Rc::clone(&kernel),
@@ -68,7 +68,7 @@ pub fn run(opts: &RunArgs) -> Result<(), CliError> {
         eprintln!(
             "fslat {} — mode {} ({}). Type a session (Tab completes), :help for commands, Ctrl-D to leave.",
             env!("CARGO_PKG_VERSION"),
-            mode_word(opts.mode),
+            opts.mode.word(),
             mode.name()
         );
         interactive(&mut repl, Assist { kernel, functions })
@@ -82,7 +82,7 @@ struct Repl {
     kernel: Rc<Btf>,
     functions: Rc<Traceable>,
     /// The command line's options; `:mode` changes `mode`, `:run DUR` overrides `duration`.
-    opts: RunArgs,
+    opts: Options,
     /// The last script that checked cleanly.
     script: Option<String>,
     /// Made at the first `:run` (finding clang is not needed before).
@@ -96,11 +96,11 @@ enum Flow {
     Quit,
 }
 
-/// Why an entry or command failed; all but `Cli` are about using the REPL itself.
+/// Why an entry or command failed; all but `Driver` are about using the REPL itself.
 #[derive(Debug, thiserror::Error)]
 enum ReplError {
     #[error(transparent)]
-    Cli(#[from] CliError),
+    Driver(#[from] Error),
     #[error(
         "there is no script yet: type a session first, e.g. `session vfs_read where latency > 1ms`"
     )]
@@ -113,7 +113,7 @@ enum ReplError {
 
 impl From<listing::ListError> for ReplError {
     fn from(e: listing::ListError) -> Self {
-        ReplError::Cli(CliError::List(e))
+        ReplError::Driver(Error::List(e))
     }
 }
 
@@ -133,7 +133,7 @@ impl Repl {
         if let Err(e) = result {
             self.failures += 1;
             match e {
-                ReplError::Cli(e) => cli::report(&e),
+                ReplError::Driver(e) => driver::report(&e),
                 e => eprintln!("fslat: error: {e}"),
             }
         }
@@ -195,8 +195,8 @@ impl Repl {
         &self,
         text: &str,
     ) -> Result<(crate::check::program::Program, String, crate::codegen::Mode), ReplError> {
-        let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
-        let (program, c) = cli::compile_script(
+        let mode = driver::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
+        let (program, c) = driver::compile_script(
             "<input>",
             text,
             self.kernel.as_ref(),
@@ -224,7 +224,7 @@ impl Repl {
         let duration = match arg {
             "" => self.opts.duration,
             d => Some(
-                cli::parse_run_duration(d).map_err(|why| ReplError::Argument {
+                driver::parse_run_duration(d).map_err(|why| ReplError::Argument {
                     command: ":run",
                     why,
                 })?,
@@ -232,24 +232,24 @@ impl Repl {
         };
         let (program, c, mode) = self.compiled()?;
         if self.compiler.is_none() {
-            self.compiler = Some(cli::compiler(&self.opts)?);
+            self.compiler = Some(driver::compiler(&self.opts)?);
         }
         let Some(compiler) = &self.compiler else {
             return Ok(());
         };
-        let opts = RunArgs {
+        let opts = Options {
             duration,
             ..self.opts.clone()
         };
         // Ctrl-C and SIGTERM end the run (with its summary), not the REPL.
         signals::reset();
         signals::install();
-        let result = cli::compile_and_run(&program, &c, mode, compiler, &opts);
+        let result = driver::compile_and_run(&program, &c, mode, compiler, &opts);
         let interrupted = signals::stop_requested();
         signals::reset();
         signals::restore_sigterm();
         match result {
-            Err(CliError::Interrupted) | Err(CliError::Build(_)) if interrupted => {
+            Err(Error::Interrupted) | Err(Error::Build(_)) if interrupted => {
                 eprintln!("Interrupted while compiling.");
                 Ok(())
             }
@@ -277,25 +277,16 @@ impl Repl {
 
     fn mode(&mut self, arg: &str) -> Result<(), ReplError> {
         if !arg.is_empty() {
-            let wanted = ModeArg::from_str(arg, true).map_err(|_| ReplError::Argument {
+            let wanted = ModeChoice::from_str(arg, true).map_err(|_| ReplError::Argument {
                 command: ":mode",
                 why: format!("`{arg}` is not a mode: use auto, fsession, fsession-multi or fentry"),
             })?;
-            cli::resolve_mode(wanted, self.kernel.as_ref())?;
+            driver::resolve_mode(wanted, self.kernel.as_ref())?;
             self.opts.mode = wanted;
         }
-        let mode = cli::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
-        eprintln!("Mode {} ({}).", mode_word(self.opts.mode), mode.name());
+        let mode = driver::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
+        eprintln!("Mode {} ({}).", self.opts.mode.word(), mode.name());
         Ok(())
-    }
-}
-
-fn mode_word(m: ModeArg) -> &'static str {
-    match m {
-        ModeArg::Auto => "auto",
-        ModeArg::Fsession => "fsession",
-        ModeArg::Fentry => "fentry",
-        ModeArg::FsessionMulti => "fsession-multi",
     }
 }
 
@@ -322,13 +313,13 @@ fn history_path() -> Option<PathBuf> {
     Some(base.join("fslat/history"))
 }
 
-fn interactive(repl: &mut Repl, assist: Assist) -> Result<(), CliError> {
+fn interactive(repl: &mut Repl, assist: Assist) -> Result<(), Error> {
     let config = Config::builder()
         .completion_type(CompletionType::List)
         .completion_show_all_if_ambiguous(true)
         .auto_add_history(false)
         .build();
-    let mut editor = Editor::with_config(config).map_err(CliError::Terminal)?;
+    let mut editor = Editor::with_config(config).map_err(Error::Terminal)?;
     editor.set_helper(Some(assist));
     // History is a convenience: if it cannot be read or written, say so once and go on.
     let history = history_path();
@@ -363,17 +354,17 @@ fn interactive(repl: &mut Repl, assist: Assist) -> Result<(), CliError> {
             }
             Err(ReadlineError::Interrupted) => continue,
             Err(ReadlineError::Eof) => break,
-            Err(e) => return Err(CliError::Terminal(e)),
+            Err(e) => return Err(Error::Terminal(e)),
         }
     }
     Ok(())
 }
 
 /// Entries from a pipe or a file: the same entries and commands, no prompt, no history.
-fn scripted(repl: &mut Repl) -> Result<(), CliError> {
+fn scripted(repl: &mut Repl) -> Result<(), Error> {
     let mut entry = String::new();
     for line in std::io::stdin().lock().lines() {
-        let line = line.map_err(|source| CliError::ReadScript {
+        let line = line.map_err(|source| Error::ReadScript {
             path: "<stdin>".into(),
             source,
         })?;
@@ -394,7 +385,7 @@ fn scripted(repl: &mut Repl) -> Result<(), CliError> {
     }
     match repl.failures {
         0 => Ok(()),
-        n => Err(CliError::ReplFailures(n)),
+        n => Err(Error::ReplFailures(n)),
     }
 }
 

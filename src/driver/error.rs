@@ -1,0 +1,121 @@
+//! Why fslat stopped without doing its job, all the wording in one place, and the one way
+//! it is printed.
+
+use crate::build::BuildError;
+use crate::listing::ListError;
+use crate::runtime::RuntimeError;
+use std::io::IsTerminal;
+
+/// Why fslat stopped without doing its job; rendered once by `report`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Diagnostics about the script, already rendered.
+    #[error("{0}")]
+    Script(String),
+    #[error("cannot read the script {path}: {source}")]
+    ReadScript {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(
+        "`{0}` is a subcommand and must come first, with its own options after it (`fslat {0} --help`); a script file named {0} runs as `fslat ./{0}`"
+    )]
+    MisplacedSubcommand(String),
+    #[error(
+        "no program given: run `fslat -e 'session vfs_read where latency > 10ms'`, or name a script file (see --help)"
+    )]
+    NoProgram,
+    #[error(
+        "cannot read the running kernel's types: {0}\n  fslat needs a kernel built with BTF (CONFIG_DEBUG_INFO_BTF=y); to work with another kernel's types, pass its BTF with --btf FILE."
+    )]
+    Btf(crate::btf::BtfError),
+    #[error(
+        "--btf: {0}\n  --btf takes a raw BTF file, such as a copy of some kernel's /sys/kernel/btf/vmlinux."
+    )]
+    BtfFile(crate::btf::BtfError),
+    #[error("the script {path} is larger than {limit} bytes; fslat scripts are small text files")]
+    ScriptTooLarge { path: String, limit: u64 },
+    /// Ctrl-C or SIGTERM before tracing began: nothing to report, exit 130.
+    #[error("interrupted")]
+    Interrupted,
+    #[error(
+        "--mode fsession: this kernel has no fsession (it arrived in Linux 7.0).\n  Use --mode fentry, or leave --mode at auto to pick it."
+    )]
+    NoFsession,
+    #[error(
+        "--mode fsession-multi: this kernel cannot attach one program to many functions (BPF_TRACE_FSESSION_MULTI arrived in Linux 7.2).\n  Use --mode fsession or fentry (one program per function), or leave --mode at auto."
+    )]
+    NoFsessionMulti,
+    #[error(
+        "--emit obj writes a binary object: give -o FILE (or redirect standard output away from the terminal)"
+    )]
+    ObjectToTerminal,
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot start the command `{cmd}`: {source}")]
+    Command { cmd: String, source: std::io::Error },
+    #[error(transparent)]
+    Build(BuildError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    List(#[from] ListError),
+    #[error("the terminal failed: {0}")]
+    Terminal(rustyline::error::ReadlineError),
+    #[error("--listen {addr}: cannot listen there: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("--otlp: cannot start the push thread: {0}")]
+    Otlp(std::io::Error),
+    #[error("{0} of the entries read from standard input failed (see above)")]
+    ReplFailures(usize),
+}
+
+impl From<BuildError> for Error {
+    fn from(e: BuildError) -> Self {
+        match e {
+            BuildError::Interrupted => Error::Interrupted,
+            e => Error::Build(e),
+        }
+    }
+}
+
+/// 130 for an interrupted start-up and 141 for a reader that went away (what a shell
+/// reports for a program ended by SIGINT or SIGPIPE); 1 for every other failure.
+pub fn exit_status(e: &Error) -> i32 {
+    match e {
+        Error::Interrupted => 130,
+        e if broken_pipe(e) => 141,
+        _ => 1,
+    }
+}
+
+/// Whether `e` is only that standard output's reader closed it (`fslat -l | head`).
+fn broken_pipe(e: &Error) -> bool {
+    let io = match e {
+        Error::Write { source, .. } => source,
+        Error::List(ListError::Write(source)) => source,
+        Error::Runtime(RuntimeError::Output(source)) => source,
+        _ => return false,
+    };
+    io.kind() == std::io::ErrorKind::BrokenPipe
+}
+
+/// Prints an error the one way fslat prints errors.
+pub fn report(e: &Error) {
+    match e {
+        Error::Interrupted => {}
+        e if broken_pipe(e) => {}
+        Error::Script(text) => eprint!("{text}"),
+        e => eprintln!("fslat: error: {e}"),
+    }
+}
+
+pub fn color_stderr() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}

@@ -1,0 +1,174 @@
+//! The pipeline driver, between the front ends (`cli`, `repl`) and the stages: script text
+//! → checked program → BPF object → running session → writer. The front ends read input
+//! and options; everything past that goes through here.
+
+mod error;
+mod options;
+mod script;
+mod session;
+mod warm;
+
+pub use error::{Error, color_stderr, exit_status, report};
+pub use options::{Emit, Format, ModeChoice, Options, parse_duration, parse_run_duration};
+pub use script::{open_interruptible, read_script};
+pub use session::{compile_and_run, run_object};
+
+use crate::btf::{Btf, KernelTypes};
+use crate::build::{Compiler, find_clang};
+use crate::check::program::Program;
+use crate::codegen::Mode;
+use crate::diag::{Diagnostic, Source, render};
+use crate::listing::Traceable;
+use crate::runtime::signals;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+pub fn load_kernel_types(btf: Option<&PathBuf>) -> Result<Btf, Error> {
+    match btf {
+        Some(p) => Btf::from_file(p).map_err(Error::BtfFile),
+        None => Btf::vmlinux().map_err(Error::Btf),
+    }
+}
+
+pub fn resolve_mode(arg: ModeChoice, kernel: &dyn KernelTypes) -> Result<Mode, Error> {
+    match arg {
+        ModeChoice::Fsession if !kernel.has_fsession() => Err(Error::NoFsession),
+        ModeChoice::Fsession => Ok(Mode::Fsession),
+        ModeChoice::Fentry => Ok(Mode::Fentry),
+        ModeChoice::FsessionMulti if !kernel.has_fsession_multi() => Err(Error::NoFsessionMulti),
+        ModeChoice::FsessionMulti => Ok(Mode::FsessionMulti),
+        ModeChoice::Auto if kernel.has_fsession_multi() => Ok(Mode::FsessionMulti),
+        ModeChoice::Auto if kernel.has_fsession() => Ok(Mode::Fsession),
+        ModeChoice::Auto => Ok(Mode::Fentry),
+    }
+}
+
+/// Script text → checked program and C, with diagnostics rendered against `name`.
+pub fn compile_script(
+    name: &str,
+    text: &str,
+    kernel: &dyn KernelTypes,
+    mode: Mode,
+    opts: crate::check::Options,
+) -> Result<(Program, String), Error> {
+    let (program, c) =
+        crate::compile_with(text, kernel, mode, opts).map_err(script_error(name, text))?;
+    Ok((program, c))
+}
+
+/// With -v: the functions a session's globs matched but that cannot be traced.
+fn report_skipped(program: &Program) {
+    for s in &program.sessions {
+        for (func, why) in &s.skipped {
+            eprintln!("fslat: {}: skipping `{func}`: {why}", s.label);
+        }
+    }
+}
+
+/// Turns a stage's diagnostics into the error that prints them, rendered against `name`.
+fn script_error<'a>(name: &'a str, text: &'a str) -> impl Fn(Vec<Diagnostic>) -> Error + 'a {
+    move |diags| Error::Script(render(&Source { name, text }, &diags, color_stderr()))
+}
+
+/// The BPF compiler the options ask for; Ctrl-C or SIGTERM stops it.
+pub fn compiler(opts: &Options) -> Result<Compiler, Error> {
+    let clang = find_clang(opts.clang.as_deref())?;
+    Ok(Compiler::new(clang, !opts.no_cache)?.cancel_when(signals::stop_requested))
+}
+
+/// Ctrl-C or SIGTERM before tracing began ends fslat at once, with status 130.
+pub fn interrupted() -> Result<(), Error> {
+    if signals::stop_requested() {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs a script, or with `emit` writes one of its stages: the command line's whole job
+/// once it has the script's text (`name` is what diagnostics call it).
+pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) -> Result<(), Error> {
+    interrupted()?;
+    // A script run before on this kernel by this fslat starts from its cached checked
+    // program and object: no BTF to parse, nothing to check or compile.
+    let warm = (emit.is_none() && !opts.no_cache)
+        .then(|| warm::open(text, opts))
+        .flatten();
+    if let Some((cache, key)) = &warm
+        && let Some((mode, program, object)) = warm::lookup(cache, key)
+    {
+        return run_object(&program, &object, mode, opts);
+    }
+    // The parse needs no kernel.
+    if emit == Some(Emit::Ast) {
+        let ast = crate::syntax::parse(text).map_err(script_error(name, text))?;
+        // Pretty-printing grows with the square of the nesting: a deep tree (a generated
+        // filter of thousands of terms) is printed on one line instead.
+        let flat = format!("{ast:?}\n");
+        let text = if flat.len() < 100_000 {
+            format!("{ast:#?}\n")
+        } else {
+            flat
+        };
+        return write_output(opts.output.as_ref(), text.as_bytes());
+    }
+    let kernel = load_kernel_types(opts.btf.as_ref())?;
+    let mode = resolve_mode(opts.mode, &kernel)?;
+    let check_opts = crate::check::Options {
+        max_functions: opts.max_functions,
+        traceable: None,
+    };
+    let (program, c) = compile_script(name, text, &kernel, mode, check_opts)?;
+    if opts.verbose {
+        report_skipped(&program);
+    }
+    interrupted()?;
+
+    match emit {
+        Some(Emit::Ir) => {
+            let ir = serde_json::to_string_pretty(&program).unwrap_or_default();
+            write_output(opts.output.as_ref(), format!("{ir}\n").as_bytes())
+        }
+        Some(Emit::C) => write_output(opts.output.as_ref(), c.as_bytes()),
+        Some(Emit::Ast) => Ok(()), // written above, before the kernel's types were read
+        Some(Emit::Obj) => {
+            let object = compiler(opts)?.compile(&c)?;
+            if opts.output.is_none() && std::io::stdout().is_terminal() {
+                return Err(Error::ObjectToTerminal);
+            }
+            write_output(opts.output.as_ref(), &object)
+        }
+        None => {
+            let compiler = compiler(opts)?;
+            let object = compiler.compile(&c)?;
+            if let Some((cache, key)) = &warm {
+                warm::store(cache, key, mode, &program, &object);
+            }
+            run_object(&program, &object, mode, opts)
+        }
+    }
+}
+
+/// `fslat -l [GLOB]`: the traceable functions matching GLOB, or one function's signature.
+pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
+    let kernel = load_kernel_types(opts.btf.as_ref())?;
+    let traceable = Traceable::new(&kernel);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    crate::listing::list(&kernel, &traceable, glob, opts.verbose, &mut out)?;
+    Ok(())
+}
+
+/// Writes `bytes` to the output file, or to standard output.
+pub fn write_output(path: Option<&PathBuf>, bytes: &[u8]) -> Result<(), Error> {
+    let result = match path {
+        Some(p) => std::fs::write(p, bytes),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes).and_then(|()| out.flush())
+        }
+    };
+    result.map_err(|source| Error::Write {
+        path: path.map_or("standard output".into(), |p| p.display().to_string()),
+        source,
+    })
+}

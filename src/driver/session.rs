@@ -1,0 +1,137 @@
+//! A running session: metrics exporters, the traced command, the writer, and the runtime
+//! between them.
+
+use super::{Error, Format, Options, interrupted};
+use crate::build::Compiler;
+use crate::check::program::Program;
+use crate::child::HeldChild;
+use crate::codegen::Mode;
+use crate::output::{JsonWriter, TextWriter, Writer};
+use crate::runtime::{self, DEFAULT_RING_SIZE, Settings, signals};
+use std::io::Write;
+use std::time::Duration;
+
+/// Builds the BPF object for `program` (its C is `c`), loads it, and streams its events
+/// until `opts.duration`, a signal, or the end of `opts.cmd`; then the summary. The one
+/// way both the command line and the REPL run a program.
+pub fn compile_and_run(
+    program: &Program,
+    c: &str,
+    mode: Mode,
+    compiler: &Compiler,
+    opts: &Options,
+) -> Result<(), Error> {
+    let object = compiler.compile(c)?;
+    run_object(program, &object, mode, opts)
+}
+
+/// How often `--otlp` pushes without `-i` (with it, once every interval).
+const OTLP_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Loads `object` (built from `program`) and runs it; see `compile_and_run`.
+pub fn run_object(
+    program: &Program,
+    object: &[u8],
+    mode: Mode,
+    opts: &Options,
+) -> Result<(), Error> {
+    interrupted()?;
+
+    // Exporters are up before anything is loaded: a port in use ends the run here.
+    let board = (opts.listen.is_some() || opts.otlp.is_some()).then(crate::metrics::Board::new);
+    let _server = match (opts.listen, &board) {
+        (Some(addr), Some(board)) => Some(
+            crate::metrics::Server::start(addr, std::sync::Arc::clone(board))
+                .map_err(|source| Error::Listen { addr, source })?,
+        ),
+        _ => None,
+    };
+    let pusher = match (&opts.otlp, &board) {
+        (Some(target), Some(board)) => Some(
+            crate::metrics::Pusher::start(
+                (**target).clone(),
+                opts.interval.unwrap_or(OTLP_INTERVAL),
+                std::sync::Arc::clone(board),
+            )
+            .map_err(Error::Otlp)?,
+        ),
+        _ => None,
+    };
+
+    // The command exists (and has a pid to filter on) before load; it runs once attached.
+    let child = match &opts.cmd {
+        Some(cmd) => Some(HeldChild::spawn(cmd).map_err(|source| Error::Command {
+            cmd: cmd.clone(),
+            source,
+        })?),
+        None => None,
+    };
+    let settings = Settings {
+        mode,
+        target_tgid: child.as_ref().map_or(opts.pid.unwrap_or(0), HeldChild::pid),
+        duration: opts.duration,
+        interval: opts.interval,
+        ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
+        verbose: opts.verbose,
+        metrics: board,
+    };
+    let mut writer = writer(opts)?;
+    let child = std::cell::RefCell::new(child);
+    let labels: Vec<&str> = program.sessions.iter().map(|s| s.label.as_str()).collect();
+    let mut attached = || {
+        eprintln!(
+            "Tracing {} session{} ({}, {}). Ctrl-C to end.",
+            labels.len(),
+            if labels.len() == 1 { "" } else { "s" },
+            labels.join(", "),
+            mode.of_program(program)
+        );
+        if let Some(c) = child.borrow_mut().as_mut()
+            && let Err(e) = c.release()
+        {
+            eprintln!("fslat: error: the command could not start: {e}");
+        }
+    };
+    let outcome = runtime::run(
+        program,
+        object,
+        &settings,
+        writer.as_mut(),
+        &mut attached,
+        &mut || {
+            !signals::stop_requested()
+                && child
+                    .borrow_mut()
+                    .as_mut()
+                    .is_none_or(|c| c.exited().is_none())
+        },
+    );
+    // The last push carries the final figures, published as the run ended.
+    if let Some(p) = pusher {
+        p.finish();
+    }
+    let outcome = outcome?;
+    if outcome.bad_records > 0 {
+        eprintln!(
+            "fslat: warning: {} record(s) did not match their event layout and were not printed (a bug in fslat; please report it)",
+            outcome.bad_records
+        );
+    }
+    Ok(())
+}
+
+/// The writer the options ask for, over the output file or standard output.
+fn writer(opts: &Options) -> Result<Box<dyn Writer>, Error> {
+    let sink: Box<dyn Write> = match &opts.output {
+        Some(p) => Box::new(std::fs::File::create(p).map_err(|source| Error::Write {
+            path: p.display().to_string(),
+            source,
+        })?),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    let sink = std::io::BufWriter::with_capacity(1 << 16, sink);
+    Ok(match opts.format {
+        Format::Text => Box::new(TextWriter::new(sink)),
+        Format::Json => Box::new(JsonWriter::new(sink)),
+    })
+}

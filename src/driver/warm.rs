@@ -1,0 +1,69 @@
+//! The warm start: a script run before on this kernel by this fslat starts from its cached
+//! checked program and object, with no BTF to parse, nothing to check or compile.
+
+use super::Options;
+use crate::build::cache::Cache;
+use crate::check::program::Program;
+use crate::codegen::Mode;
+use std::path::PathBuf;
+
+/// The warm-start cache and this run's key in it: the script, the options that shape the
+/// program, this fslat binary and this kernel (release, build, BTF size).
+pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::MetadataExt;
+    let cache = Cache::open()?;
+    let exe = std::fs::metadata("/proc/self/exe").ok()?;
+    let btf_path = opts
+        .btf
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(crate::btf::VMLINUX_PATH));
+    let btf = std::fs::metadata(&btf_path).ok()?;
+    // SAFETY: uname fills the struct it is given.
+    let uts = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        (libc::uname(&mut u) == 0).then_some(u)?
+    };
+    let field = |f: &[libc::c_char]| {
+        f.iter()
+            .map(|&c| c as u8)
+            .take_while(|&c| c != 0)
+            .collect::<Vec<u8>>()
+    };
+    let mut h = Sha256::new();
+    for part in [
+        env!("CARGO_PKG_VERSION").as_bytes(),
+        format!("{} {}.{}", exe.size(), exe.mtime(), exe.mtime_nsec()).as_bytes(),
+        format!("{:?}", opts.mode).as_bytes(),
+        // The function limit decides whether a script checks at all.
+        format!("{}", opts.max_functions).as_bytes(),
+        btf_path.as_os_str().as_encoded_bytes(),
+        format!("{} {}", btf.size(), btf.mtime()).as_bytes(),
+        &field(&uts.release),
+        &field(&uts.version),
+        text.as_bytes(),
+    ] {
+        h.update(part);
+        h.update([0]);
+    }
+    let key = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Some((cache, key))
+}
+
+pub fn lookup(cache: &Cache, key: &str) -> Option<(Mode, Program, Vec<u8>)> {
+    #[derive(serde::Deserialize)]
+    struct Entry {
+        mode: Mode,
+        program: Program,
+    }
+    let entry: Entry = serde_json::from_slice(&cache.get(&format!("{key}.run.json"))?).ok()?;
+    let object = cache.get(&format!("{key}.run.o"))?;
+    Some((entry.mode, entry.program, object))
+}
+
+pub fn store(cache: &Cache, key: &str, mode: Mode, program: &Program, object: &[u8]) {
+    let entry = serde_json::json!({ "mode": mode, "program": program });
+    // The object first: an entry is only found once its JSON exists.
+    cache.put(&format!("{key}.run.o"), object);
+    cache.put(&format!("{key}.run.json"), entry.to_string().as_bytes());
+}
