@@ -6,8 +6,9 @@
 //! `spawn` waits for the exec).
 
 use std::ffi::CString;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 
 pub struct HeldChild {
     pid: libc::pid_t,
@@ -58,44 +59,11 @@ impl HeldChild {
             .map(|w| CString::new(w.as_bytes()))
             .collect::<Result<_, _>>()
             .map_err(|_| invalid("the command contains a NUL byte"))?;
-        let mut argv: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-        argv.push(std::ptr::null());
-
-        let (gate_read, gate_write) = pipe()?;
-        let (err_read, err_write) = pipe()?;
-        // SAFETY: the child only calls async-signal-safe functions (close, read, execv,
-        // write, _exit) on memory prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if pid == 0 {
-            unsafe {
-                libc::close(gate_write.as_raw_fd());
-                libc::close(err_read.as_raw_fd());
-                let mut byte = 0u8;
-                loop {
-                    let n = libc::read(gate_read.as_raw_fd(), (&raw mut byte).cast(), 1);
-                    if n > 0 {
-                        break;
-                    }
-                    // The gate closed without a byte: fslat gave up before attaching.
-                    if n == 0 || *libc::__errno_location() != libc::EINTR {
-                        libc::_exit(126);
-                    }
-                }
-                libc::execv(path.as_ptr(), argv.as_ptr());
-                let errno = *libc::__errno_location();
-                libc::write(err_write.as_raw_fd(), (&raw const errno).cast(), 4);
-                libc::_exit(127);
-            }
-        }
-        drop(gate_read);
-        drop(err_write);
+        let child = crate::sys::fork_gated(&path, &args)?;
         Ok(HeldChild {
-            pid,
-            gate: Some(gate_write),
-            exec_error: Some(err_read),
+            pid: child.pid,
+            gate: Some(child.gate),
+            exec_error: Some(child.exec_error),
             status: None,
         })
     }
@@ -107,14 +75,12 @@ impl HeldChild {
     /// Lets the command run. Returns the error if it could not exec.
     pub fn release(&mut self) -> io::Result<()> {
         if let Some(gate) = self.gate.take() {
-            // SAFETY: one byte from a valid buffer to a descriptor we own.
-            unsafe { libc::write(gate.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+            // The child may have died already: its exec error (or status) says why.
+            let _ = File::from(gate).write_all(&[1]);
         }
         if let Some(err) = self.exec_error.take() {
             let mut errno = [0u8; 4];
-            // SAFETY: reading at most 4 bytes into a 4-byte buffer.
-            let n = unsafe { libc::read(err.as_raw_fd(), errno.as_mut_ptr().cast(), 4) };
-            if n == 4 {
+            if File::from(err).read_exact(&mut errno).is_ok() {
                 return Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)));
             }
         }
@@ -124,11 +90,7 @@ impl HeldChild {
     /// The command's wait status once it has ended.
     pub fn exited(&mut self) -> Option<i32> {
         if self.status.is_none() {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child with a valid status pointer.
-            if unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) } == self.pid {
-                self.status = Some(status);
-            }
+            self.status = crate::sys::wait_child(self.pid, false);
         }
         self.status
     }
@@ -140,19 +102,7 @@ impl Drop for HeldChild {
     fn drop(&mut self) {
         self.gate.take();
         if self.status.is_none() {
-            let mut status = 0;
-            // SAFETY: waitpid on our own child.
-            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            crate::sys::wait_child(self.pid, true);
         }
     }
-}
-
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }

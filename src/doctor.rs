@@ -6,7 +6,6 @@
 
 use crate::btf::{Btf, FEATURES, Feature, Features, KernelTypes};
 use crate::build::{cache_dir, find_clang};
-use std::ffi::CString;
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -151,8 +150,7 @@ fn effective_caps() -> Option<u64> {
 
 /// The check, and whether loading BPF tracing programs is allowed to this process.
 fn privileges() -> (Check, bool) {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = crate::sys::euid() == 0;
     let caps = effective_caps().unwrap_or(0);
     let has = |cap: u32| caps & (1 << cap) != 0;
     // CAP_SYS_ADMIN still stands in for both (bpf_capable, perfmon_capable).
@@ -198,14 +196,11 @@ fn jit() -> Check {
 }
 
 /// Why loading or attaching the test program failed.
-struct ProbeError {
-    step: &'static str,
-    errno: i32,
-}
+struct ProbeError(crate::sys::bpf::ProbeFailure);
 
 impl ProbeError {
     fn describe(&self) -> String {
-        let name = match self.errno {
+        let name = match self.0.errno {
             libc::EPERM => "EPERM".to_string(),
             libc::EACCES => "EACCES".to_string(),
             libc::EINVAL => "EINVAL".to_string(),
@@ -213,65 +208,12 @@ impl ProbeError {
             ENOTSUPP => "ENOTSUPP".to_string(),
             e => std::io::Error::from_raw_os_error(e).to_string(),
         };
-        format!("{} failed with {name}", self.step)
+        format!("{} failed with {name}", self.0.step)
     }
 }
 
-/// Loads `r0 = 0; exit` as a tracing program of `attach_type` on the FUNC `btf_id`, attaches
-/// it, and takes it away again.
 fn probe(btf_id: u32, attach_type: libbpf_sys::bpf_attach_type) -> Result<(), ProbeError> {
-    let mut mov = libbpf_sys::bpf_insn {
-        code: (libbpf_sys::BPF_ALU64 | libbpf_sys::BPF_MOV | libbpf_sys::BPF_K) as u8,
-        ..Default::default()
-    };
-    mov.set_dst_reg(0);
-    let exit = libbpf_sys::bpf_insn {
-        code: (libbpf_sys::BPF_JMP | libbpf_sys::BPF_EXIT) as u8,
-        ..Default::default()
-    };
-    let insns = [mov, exit];
-    let opts = libbpf_sys::bpf_prog_load_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
-        expected_attach_type: attach_type,
-        attach_btf_id: btf_id,
-        ..Default::default()
-    };
-    let mut opts = opts;
-    let name = CString::new("fslat_doctor").expect("no NUL in a constant");
-    let license = CString::new("GPL").expect("no NUL in a constant");
-    // SAFETY: the pointers are valid for the call; the kernel copies the instructions.
-    let prog = unsafe {
-        libbpf_sys::bpf_prog_load(
-            libbpf_sys::BPF_PROG_TYPE_TRACING,
-            name.as_ptr(),
-            license.as_ptr(),
-            insns.as_ptr(),
-            insns.len() as _,
-            &mut opts,
-        )
-    };
-    if prog < 0 {
-        return Err(ProbeError {
-            step: "loading",
-            errno: -prog,
-        });
-    }
-    // SAFETY: `prog` is a program fd this function owns; NULL options are allowed.
-    let link = unsafe { libbpf_sys::bpf_link_create(prog, 0, attach_type, std::ptr::null()) };
-    // SAFETY: closing fds this function opened.
-    unsafe {
-        if link >= 0 {
-            libc::close(link);
-        }
-        libc::close(prog);
-    }
-    if link < 0 {
-        return Err(ProbeError {
-            step: "attaching",
-            errno: -link,
-        });
-    }
-    Ok(())
+    crate::sys::bpf::probe_tracing(btf_id, attach_type).map_err(ProbeError)
 }
 
 fn probe_target(btf: &Btf) -> Option<(&'static str, u32)> {
@@ -308,7 +250,7 @@ fn tracing_check(btf: Option<&Btf>, privileged: bool) -> Check {
     ] {
         if let Err(e) = probe(id, attach) {
             let what = format!("a test {kind} program on {target}: {}", e.describe());
-            let (detail, fix) = match e.errno {
+            let (detail, fix) = match e.0.errno {
                 libc::EPERM | libc::EACCES => (
                     format!("function tracing is unavailable: {what} although fslat is privileged"),
                     "this kernel forbids function tracing (lockdown, or ftrace disabled); \
@@ -496,9 +438,5 @@ fn cache() -> Check {
 }
 
 fn writable(p: &Path) -> bool {
-    let Ok(c) = CString::new(p.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: a valid NUL-terminated path.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    crate::sys::can_write(p)
 }

@@ -6,6 +6,10 @@
 //! script text ─syntax::parse→ AST ─check::check→ checked program ─codegen::generate→ C
 //!   ─build::Compiler::compile→ BPF object ─runtime::run→ events ─output→ text / JSON
 //! ```
+//!
+//! Every `unsafe` system call is in `sys`; the rest of the crate may not use `unsafe`.
+
+#![deny(unsafe_code)]
 
 pub mod btf;
 pub mod build;
@@ -23,6 +27,8 @@ pub mod repl;
 pub mod runtime;
 pub mod stacks;
 pub mod syntax;
+#[allow(unsafe_code)]
+pub mod sys;
 
 use btf::KernelTypes;
 use check::program::Program;

@@ -251,7 +251,7 @@ fn trailing_len(kind: u32, vlen: usize) -> Option<usize> {
 /// The BTF bytes: read into memory, or mapped read-only from the file.
 enum Blob {
     Owned(Vec<u8>),
-    Mapped(Mapped),
+    Mapped(crate::sys::Mapping),
 }
 
 impl std::ops::Deref for Blob {
@@ -261,49 +261,6 @@ impl std::ops::Deref for Blob {
             Blob::Owned(v) => v,
             Blob::Mapped(m) => m.bytes(),
         }
-    }
-}
-
-struct Mapped {
-    ptr: *mut libc::c_void,
-    len: usize,
-}
-
-// SAFETY: the mapping is private and read-only, and lives as long as the value.
-unsafe impl Send for Mapped {}
-unsafe impl Sync for Mapped {}
-
-impl Mapped {
-    fn new(file: &std::fs::File) -> Option<Mapped> {
-        use std::os::fd::AsRawFd;
-        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
-        if len == 0 {
-            return None;
-        }
-        // SAFETY: a fresh read-only private mapping of an open file; checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_PRIVATE,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        (ptr != libc::MAP_FAILED).then_some(Mapped { ptr, len })
-    }
-
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: ptr maps len readable bytes until drop.
-        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
-    }
-}
-
-impl Drop for Mapped {
-    fn drop(&mut self) {
-        // SAFETY: unmapping exactly what `new` mapped.
-        unsafe { libc::munmap(self.ptr, self.len) };
     }
 }
 
@@ -343,7 +300,7 @@ impl Btf {
             });
         }
         let file = std::fs::File::open(path).map_err(read_error)?;
-        let data = match Mapped::new(&file) {
+        let data = match crate::sys::Mapping::new(&file) {
             Some(m) => Blob::Mapped(m),
             None => {
                 let mut v = Vec::new();
@@ -1252,9 +1209,7 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::sys::mkfifo(&fifo, 0o600).unwrap();
         let e = Btf::from_file(&fifo).unwrap_err();
         assert!(matches!(e, BtfError::NotAFile { .. }), "{e}");
     }

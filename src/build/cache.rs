@@ -21,8 +21,7 @@ pub fn dir() -> Option<PathBuf> {
 }
 
 fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() }
+    crate::sys::euid()
 }
 
 /// Why an existing cache directory is not used, in words for `doctor` (None: usable).

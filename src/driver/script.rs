@@ -11,23 +11,16 @@ const MAX_SCRIPT_BYTES: u64 = 1 << 20;
 /// Opens a file for reading like `File::open`, except that a signal ends the wait:
 /// opening a FIFO blocks until a writer comes, and std retries an interrupted open.
 pub fn open_interruptible(path: &std::path::Path) -> std::io::Result<std::fs::File> {
-    use std::os::fd::FromRawFd;
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "a NUL in the path"))?;
     loop {
         // A signal that came before the open began would not interrupt it (a second
         // one does).
         if signals::stop_requested() {
             return Err(std::io::ErrorKind::Interrupted.into());
         }
-        // SAFETY: a valid NUL-terminated path; the descriptor is owned by the File.
-        let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-        if fd >= 0 {
-            return Ok(unsafe { std::fs::File::from_raw_fd(fd) });
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted || signals::stop_requested() {
-            return Err(e);
+        match crate::sys::open_read_once(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted && !signals::stop_requested() => {
+            }
+            r => return r,
         }
     }
 }

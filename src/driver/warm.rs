@@ -19,17 +19,9 @@ pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(crate::btf::VMLINUX_PATH));
     let btf = std::fs::metadata(&btf_path).ok()?;
-    // SAFETY: uname fills the struct it is given.
-    let uts = unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        (libc::uname(&mut u) == 0).then_some(u)?
-    };
-    let field = |f: &[libc::c_char]| {
-        f.iter()
-            .map(|&c| c as u8)
-            .take_while(|&c| c != 0)
-            .collect::<Vec<u8>>()
-    };
+    // The kernel's release and build (what `uname -rv` prints).
+    let release = std::fs::read("/proc/sys/kernel/osrelease").ok()?;
+    let version = std::fs::read("/proc/sys/kernel/version").ok()?;
     let mut h = Sha256::new();
     for part in [
         env!("CARGO_PKG_VERSION").as_bytes(),
@@ -39,8 +31,8 @@ pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
         format!("{}", opts.max_functions).as_bytes(),
         btf_path.as_os_str().as_encoded_bytes(),
         format!("{} {}", btf.size(), btf.mtime()).as_bytes(),
-        &field(&uts.release),
-        &field(&uts.version),
+        &release,
+        &version,
         text.as_bytes(),
     ] {
         h.update(part);

@@ -102,8 +102,7 @@ fn errno(e: &libbpf_rs::Error) -> i32 {
 pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
     let log = log();
     if errno(&e) == libc::EPERM || log.contains("Operation not permitted") {
-        // SAFETY: geteuid has no preconditions.
-        return if unsafe { libc::geteuid() } != 0 {
+        return if crate::sys::euid() != 0 {
             RuntimeError::NotPrivileged
         } else {
             RuntimeError::TracingForbidden

@@ -11,15 +11,8 @@ extern "C" fn on_signal(_: libc::c_int) {
 
 /// Installs the handlers (without SA_RESTART, so blocking calls return on a signal).
 pub fn install() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
+    // The handler only stores to an atomic, which is async-signal-safe.
+    crate::sys::set_signal_handler(&[libc::SIGINT, libc::SIGTERM], on_signal);
 }
 
 pub fn stop_requested() -> bool {
@@ -34,10 +27,7 @@ pub fn reset() {
 /// Gives SIGTERM back its default action (the REPL at its prompt must end on it, while
 /// Ctrl-C there only interrupts what is being done).
 pub fn restore_sigterm() {
-    // SAFETY: setting a signal's disposition back to its default has no preconditions.
-    unsafe {
-        libc::signal(libc::SIGTERM, libc::SIG_DFL);
-    }
+    crate::sys::default_signal_action(libc::SIGTERM);
 }
 
 /// Blocks SIGINT and SIGTERM in the calling thread (and the threads it starts after);
@@ -45,21 +35,9 @@ pub fn restore_sigterm() {
 /// `unblock_in_this_thread`: the signals then reach that thread, so its blocking system
 /// calls (opening a FIFO, waiting for clang) are the ones they interrupt.
 pub fn block_in_this_thread() {
-    set_mask(libc::SIG_BLOCK);
+    crate::sys::set_thread_signal_mask(&[libc::SIGINT, libc::SIGTERM], true);
 }
 
 pub fn unblock_in_this_thread() {
-    set_mask(libc::SIG_UNBLOCK);
-}
-
-fn set_mask(how: libc::c_int) {
-    // SAFETY: a zeroed sigset filled by sigemptyset/sigaddset; pthread_sigmask only
-    // changes the calling thread's mask.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
-    }
+    crate::sys::set_thread_signal_mask(&[libc::SIGINT, libc::SIGTERM], false);
 }

@@ -1,0 +1,180 @@
+//! The BPF system calls and libbpf calls that libbpf-rs does not wrap: multi-attach
+//! fsession links (Linux 7.2, `BPF_LINK_TYPE_TRACING_MULTI`), the program type of a
+//! multi-attach program, the kernel's BTF function ids, and `doctor`'s one-instruction
+//! load-and-attach probe.
+//!
+//! The tracing_multi contract (uapi `linux/bpf.h` of 7.2): the program is loaded with
+//! `expected_attach_type = BPF_TRACE_FSESSION_MULTI`; the link is created with
+//! `link_create.tracing_multi = { ids, cookies, cnt }`, one BTF function id and one cookie
+//! (`bpf_get_attach_cookie`) per function.
+
+use libbpf_rs::{AsRawLibbpf, OpenProgramMut};
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// Sets `prog` (not loaded yet) to a tracing program with `attach_type`.
+pub fn set_tracing_attach_type(prog: &mut OpenProgramMut, attach_type: u32) -> io::Result<()> {
+    let ptr = prog.as_libbpf_object().as_ptr();
+    // SAFETY: the pointer is libbpf's own, valid while `prog` is borrowed.
+    let rc = unsafe {
+        match libbpf_sys::bpf_program__set_type(ptr, libbpf_sys::BPF_PROG_TYPE_TRACING) {
+            0 => libbpf_sys::bpf_program__set_expected_attach_type(ptr, attach_type),
+            rc => rc,
+        }
+    };
+    if rc < 0 {
+        return Err(io::Error::from_raw_os_error(-rc));
+    }
+    Ok(())
+}
+
+/// The running kernel's BTF ids of the functions `names`, in the same order.
+pub fn vmlinux_function_ids(names: &[String]) -> Result<Vec<u32>, String> {
+    // SAFETY: no arguments; returns a new BTF object or NULL (errno set).
+    let btf = unsafe { libbpf_sys::btf__load_vmlinux_btf() };
+    if btf.is_null() {
+        return Err(format!(
+            "cannot read the kernel's BTF: {}",
+            io::Error::last_os_error()
+        ));
+    }
+    let mut ids = Vec::with_capacity(names.len());
+    let mut missing = None;
+    for name in names {
+        let Ok(c) = CString::new(name.as_str()) else {
+            missing = Some(name.clone());
+            break;
+        };
+        // SAFETY: `btf` is valid until freed below; `c` outlives the call.
+        let id = unsafe {
+            libbpf_sys::btf__find_by_name_kind(btf, c.as_ptr(), libbpf_sys::BTF_KIND_FUNC)
+        };
+        if id <= 0 {
+            missing = Some(name.clone());
+            break;
+        }
+        ids.push(id as u32);
+    }
+    // SAFETY: `btf` came from btf__load_vmlinux_btf and is not used after this.
+    unsafe { libbpf_sys::btf__free(btf) };
+    match missing {
+        Some(name) => Err(format!("`{name}` has no BTF function id in this kernel")),
+        None => Ok(ids),
+    }
+}
+
+/// `union bpf_attr` as `BPF_LINK_CREATE` reads it for `tracing_multi`, padded with zeros
+/// to the size of the union's larger members (the kernel checks the tail is zero).
+#[repr(C)]
+struct LinkCreateTracingMulti {
+    prog_fd: u32,
+    target_fd: u32,
+    attach_type: u32,
+    flags: u32,
+    ids: u64,
+    cookies: u64,
+    cnt: u32,
+    _pad: u32,
+    _rest: [u64; 4],
+}
+
+/// `BPF_LINK_CREATE` of a tracing_multi link: `prog` on the functions `ids`, function
+/// `ids[i]` with cookie `cookies[i]`. The link lives as long as the returned descriptor.
+pub fn link_create_tracing_multi(
+    prog: BorrowedFd,
+    attach_type: u32,
+    ids: &[u32],
+    cookies: &[u64],
+) -> io::Result<OwnedFd> {
+    assert_eq!(ids.len(), cookies.len(), "one cookie per function");
+    let attr = LinkCreateTracingMulti {
+        prog_fd: prog.as_raw_fd() as u32,
+        target_fd: 0,
+        attach_type,
+        flags: 0,
+        ids: ids.as_ptr() as u64,
+        cookies: cookies.as_ptr() as u64,
+        cnt: ids.len() as u32,
+        _pad: 0,
+        _rest: [0; 4],
+    };
+    // SAFETY: `attr` is a valid bpf_attr for BPF_LINK_CREATE of its size; the arrays it
+    // points to outlive the call, which only reads them.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            libbpf_sys::BPF_LINK_CREATE,
+            &attr as *const LinkCreateTracingMulti,
+            std::mem::size_of::<LinkCreateTracingMulti>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Why `probe_tracing` failed: the step ("loading" or "attaching") and the errno.
+pub struct ProbeFailure {
+    pub step: &'static str,
+    pub errno: i32,
+}
+
+/// Loads `r0 = 0; exit` as a tracing program of `attach_type` on the FUNC `btf_id`,
+/// attaches it, and takes it away again.
+pub fn probe_tracing(
+    btf_id: u32,
+    attach_type: libbpf_sys::bpf_attach_type,
+) -> Result<(), ProbeFailure> {
+    let mut mov = libbpf_sys::bpf_insn {
+        code: (libbpf_sys::BPF_ALU64 | libbpf_sys::BPF_MOV | libbpf_sys::BPF_K) as u8,
+        ..Default::default()
+    };
+    mov.set_dst_reg(0);
+    let exit = libbpf_sys::bpf_insn {
+        code: (libbpf_sys::BPF_JMP | libbpf_sys::BPF_EXIT) as u8,
+        ..Default::default()
+    };
+    let insns = [mov, exit];
+    let mut opts = libbpf_sys::bpf_prog_load_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        expected_attach_type: attach_type,
+        attach_btf_id: btf_id,
+        ..Default::default()
+    };
+    let name = CString::new("fslat_doctor").expect("no NUL in a constant");
+    let license = CString::new("GPL").expect("no NUL in a constant");
+    // SAFETY: the pointers are valid for the call; the kernel copies the instructions.
+    let prog = unsafe {
+        libbpf_sys::bpf_prog_load(
+            libbpf_sys::BPF_PROG_TYPE_TRACING,
+            name.as_ptr(),
+            license.as_ptr(),
+            insns.as_ptr(),
+            insns.len() as _,
+            &mut opts,
+        )
+    };
+    if prog < 0 {
+        return Err(ProbeFailure {
+            step: "loading",
+            errno: -prog,
+        });
+    }
+    // SAFETY: `prog` is a new descriptor this function owns.
+    let prog = unsafe { OwnedFd::from_raw_fd(prog) };
+    // SAFETY: `prog` is a loaded program; NULL options are allowed.
+    let link =
+        unsafe { libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, attach_type, std::ptr::null()) };
+    if link < 0 {
+        return Err(ProbeFailure {
+            step: "attaching",
+            errno: -link,
+        });
+    }
+    // SAFETY: the link is a new descriptor, closed when this drops.
+    drop(unsafe { OwnedFd::from_raw_fd(link) });
+    Ok(())
+}

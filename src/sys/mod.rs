@@ -1,0 +1,207 @@
+//! Every `unsafe` call fslat makes to the operating system is in this module (and
+//! `bpf.rs` beside it); the rest of the crate is safe code (`lib.rs` denies `unsafe_code`
+//! outside `sys`). Each function here has one small contract, written on it.
+
+pub mod bpf;
+
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+
+/// The effective user id.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() }
+}
+
+/// Whether this process may write `path` (access(2) with W_OK).
+pub fn can_write(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+/// One open(2) for reading, close-on-exec. Unlike `File::open` it does not retry on
+/// EINTR, so a signal can end the wait for a FIFO's writer.
+pub fn open_read_once(path: &Path) -> io::Result<File> {
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
+    // SAFETY: a valid NUL-terminated path.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// mkfifo(3).
+pub fn mkfifo(path: &Path, mode: u32) -> io::Result<()> {
+    let c = CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
+    // SAFETY: a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c.as_ptr(), mode as libc::mode_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A pipe, both ends close-on-exec: (read end, write end).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A forked child that execs `path` with `argv` only once a byte is written to `gate`.
+pub struct GatedChild {
+    pub pid: libc::pid_t,
+    /// Writing a byte lets the child exec; closing it without one makes it exit 126.
+    pub gate: OwnedFd,
+    /// Carries the child's errno (4 bytes) if exec fails; closes when exec succeeds.
+    pub exec_error: OwnedFd,
+}
+
+/// Forks a child that waits at a gate, then execs `path` with `argv` (argv[0] included).
+pub fn fork_gated(path: &CStr, argv: &[CString]) -> io::Result<GatedChild> {
+    let mut argv: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    let (gate_read, gate_write) = pipe()?;
+    let (err_read, err_write) = pipe()?;
+    // SAFETY: the child only calls async-signal-safe functions (close, read, execv,
+    // write, _exit) on memory prepared before the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: as above; the descriptors are the pipes made before the fork.
+        unsafe {
+            libc::close(gate_write.as_raw_fd());
+            libc::close(err_read.as_raw_fd());
+            let mut byte = 0u8;
+            loop {
+                let n = libc::read(gate_read.as_raw_fd(), (&raw mut byte).cast(), 1);
+                if n > 0 {
+                    break;
+                }
+                // The gate closed without a byte: fslat gave up before attaching.
+                if n == 0 || *libc::__errno_location() != libc::EINTR {
+                    libc::_exit(126);
+                }
+            }
+            libc::execv(path.as_ptr(), argv.as_ptr());
+            let errno = *libc::__errno_location();
+            libc::write(err_write.as_raw_fd(), (&raw const errno).cast(), 4);
+            libc::_exit(127);
+        }
+    }
+    Ok(GatedChild {
+        pid,
+        gate: gate_write,
+        exec_error: err_read,
+    })
+}
+
+/// waitpid(2) on a child of ours: its wait status once it has ended (with `block`, waits
+/// for that).
+pub fn wait_child(pid: libc::pid_t, block: bool) -> Option<i32> {
+    let mut status = 0;
+    let flags = if block { 0 } else { libc::WNOHANG };
+    // SAFETY: waitpid on our own child with a valid status pointer.
+    (unsafe { libc::waitpid(pid, &mut status, flags) } == pid).then_some(status)
+}
+
+/// Installs `handler` for `signals`, without SA_RESTART (so blocking calls return with
+/// EINTR). The handler must be async-signal-safe.
+pub fn set_signal_handler(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
+    for &sig in signals {
+        // SAFETY: a zeroed sigaction with an empty mask and the given handler, which the
+        // caller guarantees is async-signal-safe.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Gives `sig` back its default action.
+pub fn default_signal_action(sig: libc::c_int) {
+    // SAFETY: setting a signal's disposition back to its default has no preconditions.
+    unsafe {
+        libc::signal(sig, libc::SIG_DFL);
+    }
+}
+
+/// Blocks (`block`) or unblocks `signals` in the calling thread.
+pub fn set_thread_signal_mask(signals: &[libc::c_int], block: bool) {
+    let how = if block {
+        libc::SIG_BLOCK
+    } else {
+        libc::SIG_UNBLOCK
+    };
+    // SAFETY: a zeroed sigset filled by sigemptyset/sigaddset; pthread_sigmask only
+    // changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &sig in signals {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
+    }
+}
+
+/// A read-only private mapping of a whole file.
+pub struct Mapping {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is private and read-only, and lives as long as the value.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `file` (None for an empty file or when mmap fails: read it instead).
+    pub fn new(file: &File) -> Option<Mapping> {
+        let len = usize::try_from(file.metadata().ok()?.len()).ok()?;
+        if len == 0 {
+            return None;
+        }
+        // SAFETY: a fresh read-only private mapping of an open file; checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        (ptr != libc::MAP_FAILED).then_some(Mapping { ptr, len })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: ptr maps len readable bytes until drop.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what `new` mapped.
+        unsafe { libc::munmap(self.ptr, self.len) };
+    }
+}
