@@ -4,11 +4,11 @@
 
 mod features;
 mod fixture;
-mod vmlinux;
+mod reader;
 
 pub use features::{FEATURES, Feature, FeatureInfo, Features};
 pub use fixture::Fixture;
-pub use vmlinux::{Btf, BtfError, VMLINUX_PATH};
+pub use reader::{Btf, BtfError, VMLINUX_PATH};
 
 /// A BTF type id. 0 is `void`.
 pub type TypeId = u32;
