@@ -20,6 +20,7 @@ pub mod codegen;
 pub mod diag;
 pub mod doctor;
 pub mod driver;
+mod kallsyms;
 pub mod listing;
 pub mod metrics;
 pub mod output;

@@ -3,6 +3,8 @@
 //! does not refuse it, and — when ftrace's list can be read — ftrace can hook it.
 
 use crate::btf::{FuncSig, KernelTypes};
+use crate::kallsyms::Copies;
+use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::io::Write;
 
@@ -47,6 +49,10 @@ pub struct Traceable {
     /// ftrace's list, when it could be read; `None` means every BTF function is assumed
     /// hookable.
     ftrace: Option<HashSet<String>>,
+    /// The running kernel's symbol table, read the first time a listing needs it; `None`
+    /// inside when it is not to be read or cannot be.
+    copies: OnceCell<Option<Copies>>,
+    read_kallsyms: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +86,10 @@ impl Traceable {
             .iter()
             .find_map(|p| std::fs::read_to_string(p).ok())
             .map(|text| parse_ftrace_list(&text));
-        Traceable::with_ftrace(kernel, ftrace)
+        Traceable {
+            read_kallsyms: true,
+            ..Traceable::with_ftrace(kernel, ftrace)
+        }
     }
 
     /// With ftrace's list given (`None`: every BTF function is assumed hookable).
@@ -93,7 +102,29 @@ impl Traceable {
             .into_iter()
             .filter(|n| why_not(n, ftrace.as_ref()).is_none())
             .collect();
-        Traceable { names, ftrace }
+        Traceable {
+            names,
+            ftrace,
+            copies: OnceCell::new(),
+            read_kallsyms: false,
+        }
+    }
+
+    /// With the symbol table given, for `-l`'s warnings about copies.
+    #[cfg(test)]
+    fn with_copies(self, copies: Copies) -> Traceable {
+        Traceable {
+            copies: OnceCell::from(Some(copies)),
+            ..self
+        }
+    }
+
+    /// What the symbol table says about `name`'s other copies, if anything.
+    fn copies_note(&self, name: &str) -> Option<crate::kallsyms::Note<'_>> {
+        self.copies
+            .get_or_init(|| self.read_kallsyms.then(Copies::running).flatten())
+            .as_ref()?
+            .note(name)
     }
 
     /// Every traceable name, sorted.
@@ -244,11 +275,16 @@ pub fn list(
             });
         }
         if let Some(sig) = kernel.function(name) {
-            writeln!(out, "{}", signature(kernel, &sig))?;
+            writeln!(
+                out,
+                "{}{}",
+                signature(kernel, &sig),
+                warning(traceable, name)
+            )?;
         }
         return Ok(());
     }
-    let mut found = 0usize;
+    let (mut found, mut noted) = (0usize, 0usize);
     for name in traceable
         .names()
         .iter()
@@ -256,8 +292,16 @@ pub fn list(
     {
         found += 1;
         match kernel.function(name).filter(|_| signatures) {
-            Some(sig) => writeln!(out, "{}", signature(kernel, &sig))?,
-            None => writeln!(out, "{name}")?,
+            Some(sig) => writeln!(
+                out,
+                "{}{}",
+                signature(kernel, &sig),
+                warning(traceable, name)
+            )?,
+            None => {
+                noted += usize::from(traceable.copies_note(name).is_some());
+                writeln!(out, "{name}")?
+            }
         }
     }
     if found == 0 {
@@ -271,7 +315,21 @@ pub fn list(
         ("functions", "match")
     };
     eprintln!("{found} {noun} {verb} `{}`", glob.unwrap_or("*"));
+    if noted > 0 {
+        eprintln!(
+            "fslat: warning: {noted} of them {} copies that calls can run through unseen (partly inlined, or sharing the name); `-lv` marks which",
+            if noted == 1 { "has" } else { "have" }
+        );
+    }
     Ok(())
+}
+
+/// The signature line's warning, as a C comment: ` // warning: ...`, or nothing.
+fn warning(traceable: &Traceable, name: &str) -> String {
+    traceable
+        .copies_note(name)
+        .map(|note| format!("  // warning: {note}"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -358,6 +416,26 @@ mod tests {
             list(&k, &t, Some("zz*"), false, &mut out),
             Err(ListError::NoMatch(_))
         ));
+    }
+
+    #[test]
+    fn a_function_with_copies_is_marked_on_its_signature_line() {
+        let k = Fixture::new();
+        let table = "ffffffff81000000 T vfs_read\nffffffff81000100 t vfs_write.isra.0\n";
+        let t = Traceable::with_ftrace(&k, None).with_copies(Copies::parse(table));
+        let mut out = Vec::new();
+        list(&k, &t, Some("vfs_write"), false, &mut out).expect("vfs_write is listed");
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.trim_end().ends_with(
+                "  // warning: partly inlined: the compiler made copies of it (`vfs_write.isra.0`), and calls through them are not seen"
+            ),
+            "{text}"
+        );
+        out.clear();
+        list(&k, &t, Some("vfs_read"), false, &mut out).expect("vfs_read is listed");
+        let text = String::from_utf8_lossy(&out);
+        assert!(!text.contains("warning"), "{text}");
     }
 
     #[test]

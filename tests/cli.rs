@@ -100,6 +100,38 @@ fn list_glob_matching_nothing_fails() {
     );
 }
 
+/// A function the compiler also copied (`NAME.isra.0` in /proc/kallsyms) is marked on its
+/// signature line: a session on it does not see calls through the copy. The function is
+/// found in this host's own symbol table.
+#[test]
+fn list_marks_a_function_with_compiler_copies() {
+    let table = std::fs::read_to_string("/proc/kallsyms").expect("read /proc/kallsyms");
+    let copied: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|n| !n.starts_with("__pfx_"))
+        .filter_map(|n| n.split_once(".isra.").map(|(base, _)| base))
+        .collect();
+    let (name, out) = copied
+        .iter()
+        .take(200)
+        .map(|name| (name, fslat(&["-l", name])))
+        .find(|(_, out)| out.status.success())
+        .expect("a function of this kernel with BTF and an .isra copy");
+    let stdout = text(&out.stdout);
+    let line = stdout.trim_end();
+    assert!(line.contains(&format!(" {name}(")), "{stdout}");
+    assert!(
+        line.contains(")  // warning: partly inlined: the compiler made copies of it ("),
+        "{stdout}"
+    );
+    assert!(line.contains(&format!("(`{name}.")), "{stdout}");
+    assert!(
+        line.ends_with("and calls through them are not seen"),
+        "{stdout}"
+    );
+}
+
 /// The host kernel forbids function tracing: doctor must find that out by loading, and
 /// say so, with exit status 1.
 #[test]
