@@ -12,12 +12,50 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// `--help`'s summary of the language, so the binary alone is enough to write a script.
+const LANGUAGE_SUMMARY: &str = "\
+The language: a script is one or more sessions, each
+  session FUNC[, FUNC, GLOB*] [where CONDITION] [{ ACTION; ACTION ... }]
+FUNC is a kernel function with BTF (`fslat -l 'vfs_*'` lists them). No block means
+{ emit }. Comments start with # or //. Files end in .fsl.
+
+Names:
+  tgid            the process (what user space calls the pid)
+  pid, tid        the thread
+  comm uid gid cpu cgroup ts func
+  latency, ret    the time from entry to return, the return value (return phase)
+  count, file...  the function's parameters by name; arg0 .. argN by position
+  file->f_path.dentry->d_name.name   struct fields, through pointers
+  kstack, ustack  call stacks (in emit and as by keys only)
+Values: 42 0x2a 1_000  500ns 250us 10ms 2s  \"text\"  true false
+Operators: == != < <= > >=  and or not (&& || !)  + - * / %  & | ^ ~ << >>
+
+Actions, each with an example:
+  emit                       one event per matching call, with the default fields
+      session vfs_read where latency > 10ms { emit }
+  emit EXPR [as NAME], ...   one event with exactly these fields
+      session vfs_read where tgid == 1234 { emit comm, count as asked, ret, latency }
+  count() [by KEY, ...]      calls per key
+      session vfs_read { count() by comm }
+  hist(EXPR) [by KEY]        power-of-two histogram
+      session vfs_read { hist(latency) by comm }
+  sum(EXPR) [by KEY]         also min, max, avg
+      session vfs_write { sum(count) by comm }
+  percentiles(EXPR)          count, p50, p90, p99, p99.9 and max (by KEY too)
+      session vfs_fsync { percentiles(latency) }
+  ... as NAME                names an aggregation's output and exported metric
+      session vfs_read { hist(latency) as read_latency }
+
+Every session prints a summary at the end (calls, matched, errors, dropped, events),
+then its aggregations.";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "fslat",
     version,
     about = "Trace kernel function latency with a small language (fsession on Linux 7.0+, fentry/fexit before)",
-    after_help = "Examples:\n  fslat -e 'session vfs_read where latency > 10ms { emit }'\n  fslat -p 1234 examples/slow_reads.fsl\n  fslat --emit c -e 'session vfs_write'\n  fslat -l 'vfs_*'\n  fslat doctor\n\nWith no program on a terminal, fslat starts its REPL.\nThe language: docs/language.md",
+    after_help = "Examples:\n  fslat -e 'session vfs_read where latency > 10ms { emit }'\n  fslat -p 1234 slow_reads.fsl\n  fslat --emit c -e 'session vfs_write'\n  fslat -l 'vfs_*'\n  fslat doctor\n\nWith no program on a terminal, fslat starts its REPL.\n`fslat --help` also summarises the language.",
+    after_long_help = LANGUAGE_SUMMARY,
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
 )]
@@ -236,7 +274,12 @@ pub fn main() -> i32 {
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
-            let _ = e.print();
+            match usage_in_words(&e) {
+                Some(words) => eprintln!("fslat: error: {words}"),
+                None => {
+                    let _ = e.print();
+                }
+            }
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
@@ -264,6 +307,50 @@ pub fn main() -> i32 {
     }
 }
 
+/// What clap says about a second script, glob or program (`the subcommand 'b.fsl' cannot
+/// be used with ...`), said in words; `None` for its other errors, which read well.
+fn usage_in_words(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ArgumentConflict {
+        return None;
+    }
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(v)) => Some(v.join(" ")),
+        _ => None,
+    };
+    let prior = text(ContextKind::PriorArg).unwrap_or_default();
+    // A second positional argument: clap takes it for a subcommand.
+    if let Some(second) = text(ContextKind::InvalidSubcommand) {
+        return Some(if prior.contains("--list") {
+            format!(
+                "-l takes one GLOB, and `{second}` is a second one; quote a glob so the shell does not expand it into file names (`fslat -l 'vfs_*'`)"
+            )
+        } else if second.ends_with(".fsl") || std::path::Path::new(&second).is_file() {
+            format!(
+                "fslat runs one script, and `{second}` is a second script file; put the sessions of both in one file, or run fslat once for each"
+            )
+        } else {
+            format!(
+                "fslat takes one script file; `{second}` after it is not an option (see --help)"
+            )
+        });
+    }
+    let arg = text(ContextKind::InvalidArg).unwrap_or_default();
+    if arg.starts_with("--program") && prior.contains("[SCRIPT]") {
+        return Some("give the program either with -e or as a script file, not both".into());
+    }
+    if arg.starts_with("--program") && prior.starts_with("--program") {
+        return Some(
+            "-e takes one program; put several sessions in it (`-e 'session vfs_read; session vfs_write'`)".into(),
+        );
+    }
+    if arg.starts_with("--list") && prior.starts_with("--list") {
+        return Some("give -l once, with one GLOB (`fslat -l 'vfs_*'`)".into());
+    }
+    None
+}
+
 fn completions(shell: Shell) -> Result<(), Error> {
     let shell = match shell {
         Shell::Bash => clap_complete::Shell::Bash,
@@ -289,6 +376,15 @@ fn man_page() -> Result<(), Error> {
 fn list(glob: Option<&std::path::Path>, opts: &RunArgs) -> Result<(), Error> {
     let glob = glob.map(|g| g.to_string_lossy());
     driver::list(glob.as_deref(), &opts.options())
+}
+
+/// Whether two paths name one existing file (through links and `..` alike).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// The script's text and the name diagnostics call it by.
@@ -327,6 +423,11 @@ fn script_source(args: &Args) -> Result<(String, String), Error> {
 
 fn run(args: &Args) -> Result<(), Error> {
     signals::install();
+    if let (Some(script), Some(output)) = (&args.script, &args.run.output)
+        && same_file(script, output)
+    {
+        return Err(Error::OutputIsScript(output.display().to_string()));
+    }
     let (name, text) = script_source(args)?;
     driver::run_script(&name, &text, args.emit, &args.run.options())
 }

@@ -254,7 +254,8 @@ fn tracing_check(btf: Option<&Btf>, privileged: bool) -> Check {
                 libc::EPERM | libc::EACCES => (
                     format!("function tracing is unavailable: {what} although fslat is privileged"),
                     "this kernel forbids function tracing (lockdown, or ftrace disabled); \
-                     run fslat in a VM (tests/vm/run -- fslat ...) or on another kernel"
+                     run fslat on another kernel, e.g. in a virtual machine with a \
+                     distribution kernel"
                         .to_string(),
                 ),
                 ENOTSUPP => (

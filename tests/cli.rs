@@ -132,6 +132,41 @@ fn list_marks_a_function_with_compiler_copies() {
     );
 }
 
+/// `--help` carries the language, so the binary alone is enough: every action has an
+/// example, and every example is a script fslat accepts (against this host's kernel).
+#[test]
+fn help_summarises_the_language_with_examples_that_check() {
+    let out = fslat(&["--help"]);
+    assert!(out.status.success(), "{out:?}");
+    let help = text(&out.stdout);
+    for word in [
+        "tgid",
+        "latency",
+        "ret",
+        "emit",
+        "count()",
+        "hist(",
+        "sum(",
+        "percentiles(",
+    ] {
+        assert!(help.contains(word), "{word} missing from --help:\n{help}");
+    }
+    let examples: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.strip_prefix("      "))
+        .filter(|l| l.starts_with("session "))
+        .collect();
+    assert!(examples.len() >= 7, "{help}");
+    for example in examples {
+        let out = fslat(&["--emit", "ir", "-e", example]);
+        assert!(out.status.success(), "{example}: {}", text(&out.stderr));
+    }
+    assert!(
+        !help.contains("docs/"),
+        "--help points into the source tree:\n{help}"
+    );
+}
+
 /// The host kernel forbids function tracing: doctor must find that out by loading, and
 /// say so, with exit status 1.
 #[test]
@@ -171,6 +206,81 @@ fn doctor_on_this_host_reports_function_tracing_unavailable() {
             .last()
             .is_some_and(|l| l.starts_with("fslat cannot trace on this machine")),
         "{stdout}"
+    );
+    // Advice a user of the installed binary can follow: nothing in the source tree.
+    for tree_only in ["tests/", "docs/", "examples/"] {
+        assert!(!stdout.contains(tree_only), "{tree_only} in:\n{stdout}");
+    }
+}
+
+fn fails_with_usage_words(args: &[&str], words: &str) {
+    let out = fslat(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    assert_eq!(
+        text(&out.stderr),
+        format!("fslat: error: {words}\n"),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn two_script_files_are_refused_in_words() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (a, b) = (dir.path().join("a.fsl"), dir.path().join("b.fsl"));
+    for p in [&a, &b] {
+        std::fs::write(p, "session vfs_read\n").expect("write a script");
+    }
+    let (a, b) = (a.to_string_lossy(), b.to_string_lossy());
+    fails_with_usage_words(
+        &[&a, &b],
+        &format!(
+            "fslat runs one script, and `{b}` is a second script file; put the sessions of both in one file, or run fslat once for each"
+        ),
+    );
+    fails_with_usage_words(
+        &["-e", "session vfs_read", &a],
+        "give the program either with -e or as a script file, not both",
+    );
+}
+
+/// `fslat -l vfs_*` unquoted, in a directory where the glob matches files.
+#[test]
+fn two_list_globs_are_refused_in_words() {
+    fails_with_usage_words(
+        &["-l", "vfs_read.fsl", "vfs_write.fsl"],
+        "-l takes one GLOB, and `vfs_write.fsl` is a second one; quote a glob so the shell does not expand it into file names (`fslat -l 'vfs_*'`)",
+    );
+    fails_with_usage_words(
+        &["-l", "a", "-l", "b"],
+        "give -l once, with one GLOB (`fslat -l 'vfs_*'`)",
+    );
+}
+
+#[test]
+fn output_to_the_script_itself_is_refused_and_the_script_kept() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("s.fsl");
+    std::fs::write(&script, "session vfs_read\n").expect("write the script");
+    let other_name = dir.path().join("sub/../s.fsl");
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    let out = fslat(&[
+        "--emit",
+        "c",
+        &script.to_string_lossy(),
+        "-o",
+        &other_name.to_string_lossy(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "fslat: error: -o {} is the script itself: its output would overwrite it; write the output to another file\n",
+            other_name.display()
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&script).expect("read"),
+        "session vfs_read\n"
     );
 }
 

@@ -55,6 +55,10 @@ pub enum Error {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "-o {0} is the script itself: its output would overwrite it; write the output to another file"
+    )]
+    OutputIsScript(String),
     #[error("cannot start the command `{cmd}`: {source}")]
     Command { cmd: String, source: std::io::Error },
     #[error(transparent)]

@@ -18,7 +18,7 @@ pub enum RuntimeError {
     )]
     NotPrivileged,
     #[error(
-        "the kernel refused to load the BPF program although fslat runs as root (EPERM).\n  This kernel forbids function tracing (lockdown, or ftrace disabled); fentry, fexit and fsession programs cannot run here.\n  Run `fslat doctor` to check the machine, or try fslat in a VM (tests/vm/run -- fslat ...)."
+        "the kernel refused to load the BPF program although fslat runs as root (EPERM).\n  This kernel forbids function tracing (lockdown, or ftrace disabled); fentry, fexit and fsession programs cannot run here.\n  Run `fslat doctor` to check the machine, or run fslat on another kernel (e.g. in a virtual machine with a distribution kernel)."
     )]
     TracingForbidden,
     #[error(
