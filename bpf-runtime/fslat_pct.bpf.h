@@ -6,7 +6,7 @@
  * wide. src/output/buckets.rs reads the same layout.
  *
  * Two maps per aggregation: the histogram (15 KiB a key, shared, counted with atomic
- * adds) and, per CPU, the count and max (plain stores on this CPU's copy: an exact max
+ * adds) and, per CPU, the count, sum and max (plain stores on this CPU's copy: an exact max
  * without compare-and-swap, which Linux 5.10 lacks). Both are preallocated: an update
  * never waits for memory and is never lost while there is room for its key. The
  * interval max is tagged with the generation user space bumps at each `-i` print.
@@ -31,6 +31,8 @@ struct fslat_pct_max {
 	__s64 max;       /* over the whole run */
 	__u64 gen;       /* generation + 1 of the interval `gen_max` belongs to; 0: none */
 	__s64 gen_max;   /* max over that interval */
+	__s64 sum;       /* of the values recorded on this CPU (a histogram's `_sum` for
+			  * --listen and --otlp) */
 };
 
 /* A zero value to insert new keys from: far too big for the 512-byte BPF stack. */
@@ -80,6 +82,7 @@ static __always_inline void fslat_pct_max_add(struct fslat_pct_max *m, __s64 x, 
 		m->gen_max = x;
 	}
 	m->count++;
+	m->sum += x;
 }
 
 #endif /* FSLAT_PCT_BPF_H */

@@ -55,6 +55,13 @@ pub enum PointValue {
     /// hist: slots as in fslat.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)), and
     /// the sum of the values.
     Hist { slots: Vec<u64>, sum: i64 },
+    /// percentiles: counts per bucket of `output::buckets::pct_range`, the values below
+    /// zero (in no bucket), and the sum of the values.
+    Pct {
+        slots: Vec<u64>,
+        negative: u64,
+        sum: i64,
+    },
 }
 
 impl Snapshot {
@@ -100,34 +107,115 @@ impl Board {
     }
 }
 
-/// A histogram's buckets as Prometheus and OTLP want them: (inclusive upper bound in the
-/// exported unit, values in this bucket), for slots up to the highest one used by any
-/// row (`top`). The first bucket holds the negative values and slot 1 (`le=0` for
-/// integers, `le` just under 1us for durations, which the kernel counts in whole
-/// microseconds); then each slot's values, bounds from `output::buckets::hist_slot`.
-pub fn hist_buckets(slots: &[u64], top: usize, duration: bool) -> Vec<(f64, u64)> {
-    let at = |i: usize| slots.get(i).copied().unwrap_or(0);
-    (1..=top.max(1))
-        .map(|slot| {
-            let hi = crate::output::buckets::hist_slot(slot, duration).hi;
-            let bound = hi.map_or(u64::MAX as f64, |h| (h - 1) as f64);
-            let n = at(slot) + if slot == 1 { at(0) } else { 0 };
-            (scale(bound, duration), n)
+/// One histogram row as Prometheus and OTLP take it, in the exported unit (seconds for
+/// durations): (inclusive upper bound, values in this bucket) per bucket, not cumulative,
+/// then the count and the sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Buckets {
+    pub buckets: Vec<(f64, u64)>,
+    pub count: u64,
+    pub sum: f64,
+}
+
+/// The buckets of every row of a `hist` or `percentiles` series (`None` for rows that
+/// hold a number), all with the same bounds: up to the highest bucket used by any row.
+///
+/// `hist` exports its slots: the first bucket holds the negative values and slot 1
+/// (`le=0` for integers, `le` just under 1us for durations, which the kernel counts in
+/// whole microseconds), then each slot, bounds from `output::buckets::hist_slot`.
+/// `percentiles` exports its log-linear buckets four to a power of two (`pct_export`):
+/// 32 sub-buckets a power of two would be hundreds of series a row.
+pub fn histograms(a: &AggSeries) -> Vec<Option<Buckets>> {
+    let native: Vec<Option<NativeBuckets>> = a
+        .rows
+        .iter()
+        .map(|r| native_buckets(&r.value, a.duration))
+        .collect();
+    let top = native
+        .iter()
+        .flatten()
+        .filter_map(|(b, _)| b.iter().rposition(|&(_, n)| n > 0))
+        .max()
+        .unwrap_or(0);
+    native
+        .into_iter()
+        .map(|row| {
+            let (buckets, sum) = row?;
+            let count = buckets.iter().map(|b| b.1).sum();
+            let bound =
+                |hi: Option<u64>| scale(hi.map_or(u64::MAX as f64, |h| h as f64), a.duration);
+            Some(Buckets {
+                buckets: buckets
+                    .iter()
+                    .take(top + 1)
+                    .map(|&(hi, n)| (bound(hi), n))
+                    .collect(),
+                count,
+                sum: scale(sum as f64, a.duration),
+            })
         })
         .collect()
 }
 
-/// The highest slot with a value in any row of `a` (at least 1: the zero bucket).
-pub fn top_slot(a: &AggSeries) -> usize {
-    a.rows
-        .iter()
-        .filter_map(|r| match &r.value {
-            PointValue::Hist { slots, .. } => slots.iter().rposition(|&n| n > 0),
-            PointValue::Number(_) => None,
-        })
-        .max()
-        .unwrap_or(1)
-        .max(1)
+/// A row's buckets in its own unit: (inclusive upper bound, `None` for none; count), and
+/// its sum; every bucket of the layout.
+type NativeBuckets = (Vec<(Option<u64>, u64)>, i64);
+
+fn native_buckets(v: &PointValue, duration: bool) -> Option<NativeBuckets> {
+    match v {
+        PointValue::Number(_) => None,
+        PointValue::Hist { slots, sum } => {
+            let at = |i: usize| slots.get(i).copied().unwrap_or(0);
+            let buckets = (1..crate::output::buckets::HIST_SLOTS)
+                .map(|slot| {
+                    let hi = crate::output::buckets::hist_slot(slot, duration).hi;
+                    let n = at(slot) + if slot == 1 { at(0) } else { 0 };
+                    (hi.map(|h| h - 1), n)
+                })
+                .collect();
+            Some((buckets, *sum))
+        }
+        PointValue::Pct {
+            slots,
+            negative,
+            sum,
+        } => {
+            let mut buckets: Vec<(Option<u64>, u64)> = (0..PCT_EXPORT_BUCKETS)
+                .map(|c| (pct_export_bound(c), 0))
+                .collect();
+            buckets[0].1 = *negative;
+            for (i, &n) in slots.iter().enumerate() {
+                if let Some(b) = buckets.get_mut(pct_export(i)) {
+                    b.1 += n;
+                }
+            }
+            Some((buckets, *sum))
+        }
+    }
+}
+
+/// Exported `percentiles` buckets: 0 is `[0, 32)` (the kernel's exact buckets), then
+/// four a power of two from `[32, 40)` on.
+const PCT_EXPORT_BUCKETS: usize = 1 + 4 * 59;
+
+/// The exported bucket of the kernel's percentile bucket `i` (`output::buckets`).
+fn pct_export(i: usize) -> usize {
+    let sub = crate::output::buckets::PCT_SUB as usize;
+    if i < sub {
+        0
+    } else {
+        1 + 4 * (i / sub - 1) + (i % sub) / (sub / 4)
+    }
+}
+
+/// The inclusive upper bound of exported percentile bucket `c` (`None`: none).
+fn pct_export_bound(c: usize) -> Option<u64> {
+    if c == 0 {
+        return Some(crate::output::buckets::PCT_SUB - 1);
+    }
+    let k = (c - 1) / 4 + 5;
+    let q = ((c - 1) % 4) as u64 + 1;
+    (1u64 << k).checked_add(q << (k - 2)).map(|h| h - 1)
 }
 
 /// A value in the exported unit: seconds for durations.

@@ -9,7 +9,7 @@
 //! client. A receiver that is down or slow costs a warning per failed push, never an
 //! event: the tracing loop only publishes snapshots.
 
-use super::{AggSeries, Board, PointValue, Snapshot, hist_buckets, row_labels, scale, top_slot};
+use super::{AggSeries, Board, PointValue, Snapshot, histograms, row_labels, scale};
 use crate::syntax::ast::AggFunc;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
@@ -279,13 +279,12 @@ fn aggregation(
             number_data_point::Value::AsInt(n)
         }
     };
-    let top = top_slot(a);
     let numbers = || {
         a.rows
             .iter()
             .filter_map(|r| match r.value {
                 PointValue::Number(n) => Some(point(attributes(r), number(n))),
-                PointValue::Hist { .. } => None,
+                PointValue::Hist { .. } | PointValue::Pct { .. } => None,
             })
             .collect::<Vec<_>>()
     };
@@ -303,24 +302,22 @@ fn aggregation(
             data_points: a
                 .rows
                 .iter()
-                .filter_map(|r| match &r.value {
-                    PointValue::Hist { slots, sum } => {
-                        let buckets = hist_buckets(slots, top, a.duration);
-                        let mut bucket_counts: Vec<u64> = buckets.iter().map(|b| b.1).collect();
-                        // The +Inf bucket: empty, every slot has a finite bound.
-                        bucket_counts.push(0);
-                        Some(HistogramDataPoint {
-                            attributes: attributes(r),
-                            start_time_unix_nano: start,
-                            time_unix_nano: time,
-                            count: slots.iter().sum(),
-                            sum: Some(scale(*sum as f64, a.duration)),
-                            bucket_counts,
-                            explicit_bounds: buckets.iter().map(|b| b.0).collect(),
-                            ..Default::default()
-                        })
-                    }
-                    PointValue::Number(_) => None,
+                .zip(histograms(a))
+                .filter_map(|(r, h)| {
+                    let h = h?;
+                    let mut bucket_counts: Vec<u64> = h.buckets.iter().map(|b| b.1).collect();
+                    // The +Inf bucket: empty, every bucket above has a bound.
+                    bucket_counts.push(0);
+                    Some(HistogramDataPoint {
+                        attributes: attributes(r),
+                        start_time_unix_nano: start,
+                        time_unix_nano: time,
+                        count: h.count,
+                        sum: Some(h.sum),
+                        bucket_counts,
+                        explicit_bounds: h.buckets.iter().map(|b| b.0).collect(),
+                        ..Default::default()
+                    })
                 })
                 .collect(),
             aggregation_temporality: cumulative,

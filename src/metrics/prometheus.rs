@@ -4,7 +4,7 @@
 //! fixed number of workers with socket timeouts, so a client that connects and never
 //! reads holds one worker for a few seconds and never reaches the tracing loop.
 
-use super::{AggSeries, Board, PointValue, Snapshot, hist_buckets, row_labels, scale, top_slot};
+use super::{AggSeries, Board, PointValue, Snapshot, histograms, row_labels, scale};
 use crate::output::Summary;
 use crate::syntax::ast::AggFunc;
 use prometheus_client::collector::Collector;
@@ -53,7 +53,7 @@ type Labels = Vec<(String, String)>;
 /// A session's figure, `None` where the session has none (agg_lost without aggregations).
 pub(super) type Figure = fn(&Summary) -> Option<u64>;
 
-pub(super) const SESSION_COUNTERS: [(&str, &str, Figure); 7] = [
+pub(super) const SESSION_COUNTERS: [(&str, &str, Figure); 8] = [
     (
         "fslat_calls",
         "Calls that passed the entry filter and returned.",
@@ -86,6 +86,11 @@ pub(super) const SESSION_COUNTERS: [(&str, &str, Figure); 7] = [
         "fslat_agg_lost",
         "Aggregation updates lost because an aggregation map was full.",
         |s| s.agg_lost,
+    ),
+    (
+        "fslat_stack_lost",
+        "Stacks not recorded (the stack map was full or the walk failed).",
+        |s| s.stack_lost,
     ),
 ];
 
@@ -125,31 +130,27 @@ fn encode_aggregation(
         AggFunc::Hist | AggFunc::Percentiles => MetricType::Histogram,
     };
     let mut family = encoder.encode_descriptor(&name, &help, None, kind)?;
-    let top = top_slot(a);
-    for row in &a.rows {
+    let histograms = histograms(a);
+    for (row, histogram) in a.rows.iter().zip(&histograms) {
         let labels = row_labels(a, row);
         let mut metric = family.encode_family(&labels)?;
-        match (&row.value, kind) {
-            (PointValue::Number(n), MetricType::Counter) if a.duration => {
-                metric.encode_counter::<NoLabelSet, _, f64>(&scale(*n as f64, true), None)?
+        let n = match (histogram, &row.value) {
+            (Some(h), _) => {
+                metric.encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)?;
+                continue;
             }
-            (PointValue::Number(n), MetricType::Counter) => {
-                metric.encode_counter::<NoLabelSet, _, u64>(&(*n).max(0).cast_unsigned(), None)?
+            (None, PointValue::Number(n)) => *n,
+            (None, _) => continue,
+        };
+        match kind {
+            MetricType::Counter if a.duration => {
+                metric.encode_counter::<NoLabelSet, _, f64>(&scale(n as f64, true), None)?
             }
-            (PointValue::Number(n), _) if a.duration => {
-                metric.encode_gauge(&scale(*n as f64, true))?
+            MetricType::Counter => {
+                metric.encode_counter::<NoLabelSet, _, u64>(&n.max(0).cast_unsigned(), None)?
             }
-            (PointValue::Number(n), _) => metric.encode_gauge(n)?,
-            (PointValue::Hist { slots, sum }, _) => {
-                let buckets = hist_buckets(slots, top, a.duration);
-                let count = slots.iter().sum();
-                metric.encode_histogram::<NoLabelSet>(
-                    scale(*sum as f64, a.duration),
-                    count,
-                    &buckets,
-                    None,
-                )?
-            }
+            _ if a.duration => metric.encode_gauge(&scale(n as f64, true))?,
+            _ => metric.encode_gauge(&n)?,
         }
     }
     Ok(())

@@ -205,3 +205,86 @@ fn a_dropped_server_frees_its_port() {
     let again = Server::start(addr, Board::new()).expect("the port is free again");
     assert!(get(again.addr, "/metrics").starts_with("HTTP/1.1 200 OK\r\n"));
 }
+
+/// A percentiles series over -5, 10, 100 and 1000, and a session with lost stacks.
+fn percentiles_snapshot() -> Snapshot {
+    use crate::output::buckets::{PCT_SLOTS, pct_slot};
+    let mut slots = vec![0u64; PCT_SLOTS];
+    for v in [10, 100, 1000] {
+        slots[pct_slot(v)] += 1;
+    }
+    let mut s = snapshot();
+    s.sessions[0].stack_lost = Some(3);
+    s.aggregations = vec![AggSeries {
+        name: "sizes".into(),
+        session: "vfs_read".into(),
+        title: "percentiles(count)".into(),
+        func: AggFunc::Percentiles,
+        duration: false,
+        key_names: vec![],
+        rows: vec![AggPoint {
+            keys: vec![],
+            value: PointValue::Pct {
+                slots,
+                negative: 1,
+                sum: 1105,
+            },
+        }],
+    }];
+    s
+}
+
+#[test]
+fn percentiles_export_as_a_histogram_four_buckets_a_power_of_two() {
+    let text = encode(&percentiles_snapshot());
+    for line in [
+        "# TYPE fslat_sizes histogram",
+        // [0, 32) exactly, with the negative value: -5 and 10.
+        "fslat_sizes_bucket{le=\"31\"} 2",
+        // 100 is in [96, 112): a quarter of [64, 128).
+        "fslat_sizes_bucket{le=\"95\"} 2",
+        "fslat_sizes_bucket{le=\"111\"} 3",
+        // 1000 is in [896, 1024).
+        "fslat_sizes_bucket{le=\"895\"} 3",
+        "fslat_sizes_bucket{le=\"1023\"} 4",
+        "fslat_sizes_bucket{le=\"+Inf\"} 4",
+        "fslat_sizes_sum 1105.0",
+        "fslat_sizes_count 4",
+        "fslat_stack_lost_total{session=\"vfs_read\"} 3",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in\n{text}"
+        );
+    }
+    // [0, 32), four buckets for each of [32, 64) .. [512, 1024), and +Inf.
+    assert_eq!(
+        text.matches("fslat_sizes_bucket").count(),
+        1 + 4 * 5 + 1,
+        "{text}"
+    );
+}
+
+#[test]
+fn a_session_without_stacks_exports_no_stack_lost() {
+    assert!(!encode(&snapshot()).contains("fslat_stack_lost"));
+}
+
+#[test]
+fn otlp_percentiles_have_the_same_buckets() {
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    let req = otlp::request(&percentiles_snapshot());
+    let metrics = &req.resource_metrics[0].scope_metrics[0].metrics;
+    let m = metrics.iter().find(|m| m.name == "fslat_sizes").unwrap();
+    let Some(Data::Histogram(h)) = &m.data else {
+        panic!("{m:?}")
+    };
+    let p = &h.data_points[0];
+    assert_eq!((p.count, p.sum), (4, Some(1105.0)));
+    assert_eq!(p.explicit_bounds.len(), 21);
+    assert_eq!(p.explicit_bounds[0], 31.0);
+    assert_eq!(p.explicit_bounds[20], 1023.0);
+    assert_eq!(p.bucket_counts.len(), 22);
+    assert_eq!(p.bucket_counts.iter().sum::<u64>(), 4);
+    assert!(metrics.iter().any(|m| m.name == "fslat_stack_lost"));
+}

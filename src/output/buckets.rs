@@ -10,6 +10,9 @@ pub struct Range {
     pub hi: Option<u64>,
 }
 
+/// Slots of a `struct fslat_hist` (fslat.bpf.h); its sum follows them.
+pub const HIST_SLOTS: usize = 66;
+
 /// `hist` slot `i`: 0 negative values, 1 zero, `k + 1` `[2^(k-1), 2^k)`. For durations the
 /// kernel counts whole microseconds, so slot 1 is `[0, 1us)` and `k + 1` is
 /// `[2^(k-1) us, 2^k us)`; the range here is in nanoseconds either way.

@@ -23,6 +23,8 @@ pub struct Pct {
     pub negative: u64,
     /// The largest value; `None` when nothing was recorded.
     pub max: Option<i64>,
+    /// The sum of the values (a histogram's `_sum` in the metrics export).
+    pub sum: i64,
 }
 
 /// A reported percentile.
@@ -39,6 +41,7 @@ impl Pct {
             slots: vec![0; PCT_SLOTS],
             negative: 0,
             max: None,
+            sum: 0,
         }
     }
 

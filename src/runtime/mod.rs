@@ -9,13 +9,12 @@ pub mod snapshot;
 
 pub use errors::RuntimeError;
 
-use crate::check::program::{Aggregation, Program};
+use crate::check::program::Program;
 use crate::codegen::Mode;
 use crate::metrics;
 use crate::output::interval::IntervalStamp;
 use crate::output::{AggResult, Decoder, Summary, Writer};
 use crate::stacks::StackTable;
-use crate::syntax::ast::AggFunc;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
 use std::cell::RefCell;
 use std::os::fd::AsFd;
@@ -372,94 +371,26 @@ fn snapshot(
     start: std::time::SystemTime,
     stacks: Option<&StackTable>,
 ) -> Result<metrics::Snapshot, RuntimeError> {
-    let mut aggregations = Vec::new();
-    for s in &program.sessions {
-        // percentiles are not exported yet (their buckets are not `hist` slots).
-        for a in s
-            .aggregations
-            .iter()
-            .filter(|a| a.func != AggFunc::Percentiles)
-        {
-            let map = aggregation_map(obj, a)?;
-            let rows = agg_entries(&map, a, stacks)?
-                .into_iter()
-                .map(|(keys, v)| {
-                    let word = |i| u64_at(&v, i);
-                    let value = match a.func {
-                        AggFunc::Hist => metrics::PointValue::Hist {
-                            slots: (0..HIST_SLOTS).map(word).collect(),
-                            sum: word(HIST_SLOTS) as i64,
-                        },
-                        f => metrics::PointValue::Number(stat_value(f, &v)),
-                    };
-                    metrics::AggPoint { keys, value }
-                })
-                .collect();
-            aggregations.push(metrics::AggSeries {
-                name: a.name.clone(),
-                session: s.label.clone(),
-                title: a.title.clone(),
-                func: a.func,
-                duration: a.duration,
-                key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
-                rows,
-            });
-        }
-    }
+    // Tag 0: the interval maxima of `percentiles` are not exported, only the run's.
+    let all = snapshot::read_all(obj, program, 0)?;
+    let aggregations = snapshot::aggregations(program)
+        .zip(&all)
+        .map(|((s, a), snap)| metrics::AggSeries {
+            name: a.name.clone(),
+            session: s.label.clone(),
+            title: a.title.clone(),
+            func: a.func,
+            duration: a.duration,
+            key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
+            rows: snap.metric_points(a, stacks),
+        })
+        .collect();
     Ok(metrics::Snapshot {
         start,
         time: std::time::SystemTime::now(),
         sessions: summaries(obj, program, settings, events)?,
         aggregations,
     })
-}
-
-/// Slots of a `struct fslat_hist` (fslat.bpf.h); its sum follows them.
-const HIST_SLOTS: usize = 66;
-
-fn aggregation_map<'o>(
-    obj: &'o libbpf_rs::Object,
-    a: &Aggregation,
-) -> Result<libbpf_rs::Map<'o>, RuntimeError> {
-    let name = format!("fslat_agg_{}", a.id);
-    obj.maps()
-        .find(|m| m.name().to_string_lossy() == name)
-        .ok_or(RuntimeError::Missing("an aggregation map"))
-}
-
-/// The one number a count, sum, min, max or avg shows, from a `struct fslat_stat`.
-fn stat_value(f: AggFunc, v: &[u8]) -> i64 {
-    let word = |i| u64_at(v, i);
-    let (count, sum, min, max) = (word(0), word(1) as i64, word(2) as i64, word(3) as i64);
-    match f {
-        AggFunc::Count => count as i64,
-        AggFunc::Sum => sum,
-        AggFunc::Min => min,
-        AggFunc::Max => max,
-        _ => sum.checked_div(count as i64).unwrap_or(0),
-    }
-}
-
-/// An aggregation map's entry: its keys decoded, its value as stored.
-type Entry = (Vec<crate::output::Value<'static>>, Vec<u8>);
-
-/// Every entry of an aggregation map.
-fn agg_entries(
-    map: &libbpf_rs::Map,
-    a: &Aggregation,
-    stacks: Option<&StackTable>,
-) -> Result<Vec<Entry>, RuntimeError> {
-    let mut out = Vec::new();
-    for key in map.keys() {
-        let Some(v) = map
-            .lookup(&key, MapFlags::ANY)
-            .map_err(RuntimeError::libbpf("reading an aggregation"))?
-        else {
-            continue;
-        };
-        out.push((snapshot::key_values(a, &key, stacks), v));
-    }
-    Ok(out)
 }
 
 /// The session a multi-attach program (`fslat_multi_N`) is for.

@@ -13,6 +13,7 @@
 use super::RuntimeError;
 use crate::check::program::FieldKind;
 use crate::check::program::{Aggregation, Program};
+use crate::metrics;
 use crate::output::buckets::PCT_SLOTS;
 use crate::output::interval::IntervalStamp;
 use crate::output::percentiles::Pct;
@@ -32,7 +33,10 @@ pub enum Raw {
         min: i64,
         max: i64,
     },
-    Hist(Vec<u64>),
+    Hist {
+        slots: Vec<u64>,
+        sum: i64,
+    },
     Pct {
         /// `max` is over the run (or, in an interval view, over the interval).
         pct: Pct,
@@ -46,7 +50,7 @@ impl Raw {
     fn is_empty(&self) -> bool {
         match self {
             Raw::Stat { count, .. } => *count == 0,
-            Raw::Hist(slots) => slots.iter().all(|&n| n == 0),
+            Raw::Hist { slots, .. } => slots.iter().all(|&n| n == 0),
             Raw::Pct { pct, .. } => pct.count() == 0,
         }
     }
@@ -70,12 +74,20 @@ impl Raw {
                 min: *min,
                 max: *max,
             },
-            (Raw::Hist(now), Some(Raw::Hist(then))) => Raw::Hist(
-                now.iter()
+            (
+                Raw::Hist { slots, sum },
+                Some(Raw::Hist {
+                    slots: then,
+                    sum: s0,
+                }),
+            ) => Raw::Hist {
+                slots: slots
+                    .iter()
                     .zip(then)
                     .map(|(a, b)| a.saturating_sub(*b))
                     .collect(),
-            ),
+                sum: sum.wrapping_sub(*s0),
+            },
             (Raw::Pct { pct, interval_max }, Some(Raw::Pct { pct: then, .. })) => Raw::Pct {
                 pct: Pct {
                     slots: pct
@@ -86,6 +98,7 @@ impl Raw {
                         .collect(),
                     negative: pct.negative.saturating_sub(then.negative),
                     max: *interval_max,
+                    sum: pct.sum.wrapping_sub(then.sum),
                 },
                 interval_max: *interval_max,
             },
@@ -135,7 +148,10 @@ impl AggSnapshot {
                 None => {
                     let word = |i| super::u64_at(&v, i);
                     match a.func {
-                        AggFunc::Hist => Raw::Hist((0..super::HIST_SLOTS).map(word).collect()),
+                        AggFunc::Hist => Raw::Hist {
+                            slots: (0..crate::output::buckets::HIST_SLOTS).map(word).collect(),
+                            sum: word(crate::output::buckets::HIST_SLOTS) as i64,
+                        },
                         _ => Raw::Stat {
                             count: word(0),
                             sum: word(1) as i64,
@@ -202,22 +218,60 @@ impl AggSnapshot {
     }
 }
 
+impl AggSnapshot {
+    /// The rows as the metrics exporters take them (cumulative).
+    pub fn metric_points(
+        &self,
+        a: &Aggregation,
+        stacks: Option<&StackTable>,
+    ) -> Vec<metrics::AggPoint> {
+        self.rows
+            .iter()
+            .map(|(key, raw)| metrics::AggPoint {
+                keys: key_values(a, key, stacks),
+                value: match raw {
+                    Raw::Hist { slots, sum } => metrics::PointValue::Hist {
+                        slots: slots.clone(),
+                        sum: *sum,
+                    },
+                    Raw::Pct { pct, .. } => metrics::PointValue::Pct {
+                        slots: pct.slots.clone(),
+                        negative: pct.negative,
+                        sum: pct.sum,
+                    },
+                    &Raw::Stat {
+                        count,
+                        sum,
+                        min,
+                        max,
+                    } => metrics::PointValue::Number(stat_number(a.func, count, sum, min, max)),
+                },
+            })
+            .collect()
+    }
+}
+
 fn value(func: AggFunc, raw: &Raw) -> AggValue {
     match raw {
-        Raw::Hist(slots) => AggValue::Hist(slots.clone()),
+        Raw::Hist { slots, .. } => AggValue::Hist(slots.clone()),
         Raw::Pct { pct, .. } => AggValue::Percentiles(pct.clone()),
         &Raw::Stat {
             count,
             sum,
             min,
             max,
-        } => AggValue::Number(match func {
-            AggFunc::Count => count as i64,
-            AggFunc::Sum => sum,
-            AggFunc::Min => min,
-            AggFunc::Max => max,
-            _ => sum.checked_div(count as i64).unwrap_or(0),
-        }),
+        } => AggValue::Number(stat_number(func, count, sum, min, max)),
+    }
+}
+
+/// The one number a count, sum, min, max or avg shows.
+fn stat_number(func: AggFunc, count: u64, sum: i64, min: i64, max: i64) -> i64 {
+    match func {
+        AggFunc::Count => count as i64,
+        AggFunc::Sum => sum,
+        AggFunc::Min => min,
+        AggFunc::Max => max,
+        _ => sum.checked_div(count as i64).unwrap_or(0),
     }
 }
 
@@ -232,6 +286,7 @@ fn read_pct(hist: &[u8], cpus: &[Vec<u8>], tag: u64) -> Raw {
     for v in cpus {
         let word = |i| super::u64_at(v, i);
         if word(0) > 0 {
+            pct.sum = pct.sum.wrapping_add(word(4) as i64);
             let max = word(1) as i64;
             pct.max = Some(pct.max.map_or(max, |m| m.max(max)));
         }
@@ -296,7 +351,7 @@ impl Snapshots {
     }
 }
 
-fn aggregations(
+pub(super) fn aggregations(
     program: &Program,
 ) -> impl Iterator<Item = (&crate::check::program::Session, &Aggregation)> {
     program

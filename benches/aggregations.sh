@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Issue 15's benchmark, inside the Linux 7.2 guest booted by benches/run under -icount
+# (run it as `BENCH_GUEST=benches/aggregations.sh BENCH_NO_DOC=1 benches/run`): the
+# per-call cost of `percentiles(latency)` next to `hist(latency)` and `count()`, on
+# vfs_read (N x pread of one byte), in fsession mode and in the fentry/fexit fallback.
+# Prints a Markdown report on stdout; progress on stderr. Environment as benches/guest.sh.
+set -uo pipefail
+
+B=${BENCH_BIN:?}
+FSLAT=${BENCH_FSLAT:?}
+N=${BENCH_N:-20000}
+REPS=${BENCH_REPS:-3}
+W="$B/workload"
+H="$B/harness"
+T=/tmp/bench
+mkdir -p "$T"
+export XDG_CACHE_HOME=$T/cache
+
+log() { echo "bench: $*" >&2; }
+getall() { grep -oE "(^| )$1=-?[0-9.]+" "$2" 2>/dev/null | sed 's/.*=//'; }
+get() { getall "$1" "$2" | head -1; }
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "" }'; }
+
+run_case() { # NAME READY SIGNAL STEPS... -- TRACER...
+    local name=$1 ready=$2 sig=$3
+    shift 3
+    "$H" --ready "$ready" --signal "$sig" --timeout 900 --log "$T/$name.log" "$@" >"$T/$name.h" 2>>"$T/$name.err"
+    echo "[$name] $(tr '\n' ' ' <"$T/$name.h")" >&2
+    if [[ $(get attach_ns "$T/$name.h") == -1 || $(get exit "$T/$name.h") != 0 ]]; then
+        log "$name failed; its output:"
+        tail -n 15 "$T/$name.err" "$T/$name.log" >&2
+    fi
+}
+
+settle() {
+    local prev="" stable=0 i v
+    for i in $(seq 120); do
+        "$W" 5000 >"$T/settle.h"
+        v=$(get ns_per_call "$T/settle.h")
+        if [[ -n $prev ]] && awk -v a="$v" -v b="$prev" 'BEGIN { exit !(a < b * 1.003 && a > b * 0.997) }'; then
+            stable=$((stable + 1))
+        else
+            stable=0
+        fi
+        prev=$v
+        ((stable >= 2)) && { log "settled after $i runs at $v ns/call"; return; }
+    done
+    log "warning: per-call time did not settle (last $v)"
+}
+
+for f in "$FSLAT" "$(readlink -f "$(command -v clang)")"; do cat "$f" >/dev/null; done
+settle
+declare -A PC
+percall() { # KEY TRACER...
+    local key=$1 r
+    shift
+    run_case "$key.0" Tracing TERM -- "$@"
+    for r in $(seq "$REPS"); do
+        run_case "$key.$r" Tracing TERM --then "$W $N" -- "$@"
+    done
+    PC[$key]=$(for r in $(seq "$REPS"); do get ns_per_call "$T/$key.$r.h"; done | median)
+}
+for r in $(seq "$REPS"); do "$W" "$N" >"$T/none.$r.h"; done
+PC[none]=$(for r in $(seq "$REPS"); do get ns_per_call "$T/none.$r.h"; done | median)
+SCRIPTS=(
+    'session vfs_read { count() }'
+    'session vfs_read { hist(latency) }'
+    'session vfs_read { percentiles(latency) }'
+    'session vfs_read { hist(latency) by comm }'
+    'session vfs_read { percentiles(latency) by comm }'
+)
+for mode in fsession fentry; do
+    for i in "${!SCRIPTS[@]}"; do
+        percall "$mode.$i" "$FSLAT" --mode "$mode" -o /dev/null -e "${SCRIPTS[$i]}"
+    done
+done
+
+ov() { awk -v a="$1" -v z="${PC[none]}" 'BEGIN { if (a == "") print "FAIL"; else printf "%.0f", a - z }'; }
+rel() { awk -v a="$1" -v b="$2" -v z="${PC[none]}" 'BEGIN { if (a == "" || b == "" || b == z) print "–"; else printf "%.2f×", (a - z) / (b - z) }'; }
+echo "### percentiles next to hist (issue 15)"
+echo
+echo "Kernel $(uname -r). Per-call cost on vfs_read, \`workload $N\` (guest ns per one-byte"
+echo "pread, median of $REPS runs; no tracer: $(awk -v x="${PC[none]}" 'BEGIN { printf "%.0f", x }') ns). \"vs hist\" is the overhead over the"
+echo "same script with \`hist(latency)\` in place of \`percentiles(latency)\`."
+echo
+echo "| script | mode | ns/call | overhead | vs hist |"
+echo "|---|---|---|---|---|"
+for mode in fsession fentry; do
+    for i in "${!SCRIPTS[@]}"; do
+        vs="–"
+        case $i in 2) vs=$(rel "${PC[$mode.2]}" "${PC[$mode.1]}") ;; 4) vs=$(rel "${PC[$mode.4]}" "${PC[$mode.3]}") ;; esac
+        echo "| \`${SCRIPTS[$i]}\` | $mode | $(awk -v x="${PC[$mode.$i]}" 'BEGIN { printf "%.0f", x }') | $(ov "${PC[$mode.$i]}") | $vs |"
+    done
+done
