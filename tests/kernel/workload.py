@@ -31,6 +31,18 @@ def ordinary_reads(n):
             os.pread(fd, 1, i % 64)
 
 
+def sized_reads(spec):
+    """pread(2) calls asking for known sizes, spec `SIZE:N,...` (N calls asking SIZE bytes)
+    of a regular file big enough for the largest."""
+    sizes = [(int(size), int(n)) for size, n in (p.split(":") for p in spec.split(","))]
+    with tempfile.TemporaryFile(dir="/tmp") as f:
+        f.write(b"x" * max(size for size, _ in sizes))
+        f.flush()
+        for size, n in sizes:
+            for _ in range(n):
+                os.pread(f.fileno(), size, 0)
+
+
 def preads_and_reads(n, m):
     """n one-byte pread(2) calls, then m one-byte read(2) calls, of a regular file."""
     with tempfile.TemporaryFile(dir="/tmp") as f:
@@ -277,6 +289,8 @@ def main():
     s.add_argument("pause_ms", type=int)
     s = sub.add_parser("pipe-delays", help="slow pipe reads: MS:N,... (N reads waiting MS)")
     s.add_argument("delays")
+    s = sub.add_parser("sizes", help="preads of known sizes: SIZE:N,... (N preads of SIZE)")
+    s.add_argument("spec")
     s = sub.add_parser("sleep", help="just wait, reading nothing")
     s.add_argument("seconds", type=float)
     a = p.parse_args()
@@ -337,6 +351,8 @@ def main():
             ms, n = part.split(":")
             for _ in range(int(n)):
                 slow_pipe_read(int(ms))
+    elif a.what == "sizes":
+        sized_reads(a.spec)
     elif a.what == "sleep":
         time.sleep(a.seconds)
 
