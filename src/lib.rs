@@ -30,6 +30,7 @@ pub mod stacks;
 pub mod syntax;
 #[allow(unsafe_code)]
 pub mod sys;
+pub mod traceable;
 
 use btf::KernelTypes;
 use check::program::Program;

@@ -1,59 +1,9 @@
-//! `fslat -l [GLOB]` (and the REPL's `:list` and completion): the kernel functions a
-//! session can name. A function is traceable when it has BTF (a `FUNC`), the BPF verifier
-//! does not refuse it, and — when ftrace's list can be read — ftrace can hook it.
+//! `fslat -l [GLOB]` (and the REPL's `:list`): the kernel functions a session can name,
+//! as the traceability rule (`crate::traceable`) decides.
 
 use crate::btf::{FuncSig, KernelTypes};
-use crate::kallsyms::Copies;
-use std::cell::OnceCell;
-use std::collections::HashSet;
+use crate::traceable::Traceable;
 use std::io::Write;
-
-/// Where ftrace lists the functions it can hook (tracefs, then its old debugfs place).
-const FTRACE_LISTS: [&str; 2] = [
-    "/sys/kernel/tracing/available_filter_functions",
-    "/sys/kernel/debug/tracing/available_filter_functions",
-];
-
-/// Functions the verifier refuses as tracing targets whatever the kernel's configuration
-/// (`btf_id_deny` in kernel/bpf/verifier.c).
-const DENIED: &[&str] = &[
-    "migrate_disable",
-    "migrate_enable",
-    "rcu_read_unlock_strict",
-    "preempt_count_add",
-    "preempt_count_sub",
-    "__rcu_read_lock",
-    "__rcu_read_unlock",
-];
-
-/// Functions that never return (`noreturn_deny` in kernel/bpf/verifier.c): fexit and
-/// fsession cannot attach, and a session has no return to time.
-const NORETURN: &[&str] = &[
-    "__ia32_sys_exit",
-    "__ia32_sys_exit_group",
-    "__kunit_abort",
-    "kunit_try_catch_throw",
-    "__module_put_and_kthread_exit",
-    "__x64_sys_exit",
-    "__x64_sys_exit_group",
-    "do_exit",
-    "do_group_exit",
-    "kthread_complete_and_exit",
-    "kthread_exit",
-    "make_task_dead",
-];
-
-/// The traceable functions of one kernel, sorted.
-pub struct Traceable {
-    names: Vec<String>,
-    /// ftrace's list, when it could be read; `None` means every BTF function is assumed
-    /// hookable.
-    ftrace: Option<HashSet<String>>,
-    /// The running kernel's symbol table, read the first time a listing needs it; `None`
-    /// inside when it is not to be read or cannot be.
-    copies: OnceCell<Option<Copies>>,
-    read_kallsyms: bool,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ListError {
@@ -65,7 +15,10 @@ pub enum ListError {
         suggestions: Vec<String>,
     },
     #[error("`{name}` has BTF but cannot be traced: {why}")]
-    NotTraceable { name: String, why: &'static str },
+    NotTraceable {
+        name: String,
+        why: crate::traceable::Reason,
+    },
     #[error("cannot write the list: {0}")]
     Write(#[from] std::io::Error),
 }
@@ -75,110 +28,6 @@ fn suggest(names: &[String]) -> String {
         [] => String::new(),
         [one] => format!("; did you mean `{one}`?"),
         many => format!("; did you mean one of {}?", many.join(", ")),
-    }
-}
-
-impl Traceable {
-    /// Reads ftrace's list if it can; a kernel whose tracefs is not mounted or not
-    /// readable (not root) gets every BTF function.
-    pub fn new(kernel: &dyn KernelTypes) -> Traceable {
-        let ftrace = FTRACE_LISTS
-            .iter()
-            .find_map(|p| std::fs::read_to_string(p).ok())
-            .map(|text| parse_ftrace_list(&text));
-        Traceable {
-            read_kallsyms: true,
-            ..Traceable::with_ftrace(kernel, ftrace)
-        }
-    }
-
-    /// With ftrace's list given (`None`: every BTF function is assumed hookable).
-    pub(crate) fn with_ftrace(
-        kernel: &dyn KernelTypes,
-        ftrace: Option<HashSet<String>>,
-    ) -> Traceable {
-        let names = kernel
-            .function_names()
-            .into_iter()
-            .filter(|n| why_not(n, ftrace.as_ref()).is_none())
-            .collect();
-        Traceable {
-            names,
-            ftrace,
-            copies: OnceCell::new(),
-            read_kallsyms: false,
-        }
-    }
-
-    /// With the symbol table given, for `-l`'s warnings about copies.
-    #[cfg(test)]
-    fn with_copies(self, copies: Copies) -> Traceable {
-        Traceable {
-            copies: OnceCell::from(Some(copies)),
-            ..self
-        }
-    }
-
-    /// What the symbol table says about `name`'s other copies, if anything.
-    fn copies_note(&self, name: &str) -> Option<crate::kallsyms::Note<'_>> {
-        self.copies
-            .get_or_init(|| self.read_kallsyms.then(Copies::running).flatten())
-            .as_ref()?
-            .note(name)
-    }
-
-    /// Every traceable name, sorted.
-    pub fn names(&self) -> &[String] {
-        &self.names
-    }
-
-    /// The names that start with `prefix`, sorted (for completion).
-    pub fn starting_with(&self, prefix: &str) -> &[String] {
-        let from = self.names.partition_point(|n| n.as_str() < prefix);
-        let len = self.names[from..]
-            .iter()
-            .take_while(|n| n.starts_with(prefix))
-            .count();
-        &self.names[from..from + len]
-    }
-
-    pub fn contains(&self, name: &str) -> bool {
-        self.names
-            .binary_search_by(|n| n.as_str().cmp(name))
-            .is_ok()
-    }
-
-    /// Why `name` cannot be traced, or `None` when nothing rules it out.
-    pub fn why_not(&self, name: &str) -> Option<&'static str> {
-        why_not(name, self.ftrace.as_ref())
-    }
-
-    /// Whether ftrace's own list was consulted.
-    pub fn ftrace_checked(&self) -> bool {
-        self.ftrace.is_some()
-    }
-}
-
-/// `available_filter_functions` lines are `name` or `name [module]`; a name may repeat.
-fn parse_ftrace_list(text: &str) -> HashSet<String> {
-    text.lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_string)
-        .collect()
-}
-
-/// Why a BTF function cannot be traced, or `None` when it can.
-fn why_not(name: &str, ftrace: Option<&HashSet<String>>) -> Option<&'static str> {
-    if DENIED.contains(&name) {
-        Some("the BPF verifier refuses to trace it (its deny list)")
-    } else if NORETURN.contains(&name) {
-        Some("it never returns (`__noreturn`), so there is no return to time")
-    } else if ftrace.is_some_and(|f| !f.contains(name)) {
-        Some(
-            "ftrace cannot hook it (not in available_filter_functions: inlined, `notrace`, or excluded)",
-        )
-    } else {
-        None
     }
 }
 
@@ -255,11 +104,13 @@ pub fn list(
 ) -> Result<(), ListError> {
     if let Some(name) = glob.filter(|g| !is_glob(g)) {
         if !traceable.contains(name) {
-            return Err(match kernel.function(name) {
-                Some(_) => ListError::NotTraceable {
+            let why = kernel
+                .function(name)
+                .and_then(|f| traceable.rule().why_not(kernel, &f));
+            return Err(match why {
+                Some(why) => ListError::NotTraceable {
                     name: name.to_string(),
-                    why: why_not(name, traceable.ftrace.as_ref())
-                        .unwrap_or("it is not in the list of traceable functions"),
+                    why,
                 },
                 None => ListError::Unknown {
                     name: name.to_string(),
@@ -336,6 +187,12 @@ fn warning(traceable: &Traceable, name: &str) -> String {
 mod tests {
     use super::*;
     use crate::btf::Fixture;
+    use crate::kallsyms::Copies;
+    use crate::traceable::{Reason, Rule};
+
+    fn traceable(k: &Fixture) -> Traceable {
+        Traceable::new(k, std::rc::Rc::new(Rule::btf_only()))
+    }
 
     #[test]
     fn glob_matches_star_and_question_mark() {
@@ -369,23 +226,26 @@ mod tests {
     }
 
     #[test]
-    fn ftrace_list_drops_functions_it_does_not_name() {
+    fn an_untraceable_name_is_refused_with_the_rule_s_reason() {
         let k = Fixture::new();
-        let only: HashSet<String> = parse_ftrace_list("vfs_read\nvfs_write [ext4]\n");
-        let t = Traceable::with_ftrace(&k, Some(only));
-        assert_eq!(t.names(), ["vfs_read", "vfs_write"]);
-        let mut out = Vec::new();
-        let err = list(&k, &t, Some("do_sys_openat2"), false, &mut out);
-        assert!(
-            matches!(err, Err(ListError::NotTraceable { .. })),
-            "{err:?}"
-        );
+        let t = traceable(&k);
+        let cases = [
+            ("do_exit", Reason::NoReturn),
+            ("migrate_disable", Reason::Denied),
+        ];
+        for (name, reason) in cases {
+            let mut out = Vec::new();
+            match list(&k, &t, Some(name), false, &mut out) {
+                Err(ListError::NotTraceable { why, .. }) => assert_eq!(why, reason, "{name}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        }
     }
 
     #[test]
     fn exact_name_prints_the_signature_and_a_glob_prints_names() {
         let k = Fixture::new();
-        let t = Traceable::with_ftrace(&k, None);
+        let t = traceable(&k);
         let mut out = Vec::new();
         list(&k, &t, Some("vfs_read"), false, &mut out).expect("vfs_read is listed");
         let text = String::from_utf8_lossy(&out);
@@ -400,7 +260,7 @@ mod tests {
     #[test]
     fn unknown_names_and_empty_globs_are_errors() {
         let k = Fixture::new();
-        let t = Traceable::with_ftrace(&k, None);
+        let t = traceable(&k);
         let mut out = Vec::new();
         let e = list(&k, &t, Some("vfs_raed"), false, &mut out);
         match e {
@@ -422,7 +282,7 @@ mod tests {
     fn a_function_with_copies_is_marked_on_its_signature_line() {
         let k = Fixture::new();
         let table = "ffffffff81000000 T vfs_read\nffffffff81000100 t vfs_write.isra.0\n";
-        let t = Traceable::with_ftrace(&k, None).with_copies(Copies::parse(table));
+        let t = traceable(&k).with_copies(Copies::parse(table));
         let mut out = Vec::new();
         list(&k, &t, Some("vfs_write"), false, &mut out).expect("vfs_write is listed");
         let text = String::from_utf8_lossy(&out);
@@ -436,15 +296,5 @@ mod tests {
         list(&k, &t, Some("vfs_read"), false, &mut out).expect("vfs_read is listed");
         let text = String::from_utf8_lossy(&out);
         assert!(!text.contains("warning"), "{text}");
-    }
-
-    #[test]
-    fn completion_prefix_is_a_sorted_slice() {
-        let k = Fixture::new();
-        let t = Traceable::with_ftrace(&k, None);
-        let got = t.starting_with("vfs_");
-        assert!(!got.is_empty());
-        assert!(got.iter().all(|n| n.starts_with("vfs_")));
-        assert!(t.starting_with("zzzz").is_empty());
     }
 }

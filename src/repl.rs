@@ -10,8 +10,9 @@
 use crate::btf::{Btf, KernelTypes};
 use crate::build::Compiler;
 use crate::driver::{self, Error, ModeChoice, Options};
-use crate::listing::{self, Traceable};
+use crate::listing;
 use crate::runtime::signals;
+use crate::traceable::Traceable;
 use clap::ValueEnum;
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -55,7 +56,10 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     let kernel = Rc::new(driver::load_kernel_types(opts.btf.as_ref())?);
     // `--mode fsession` on a kernel without it is an error now, not at the first `:run`.
     let mode = driver::resolve_mode(opts.mode, kernel.as_ref())?;
-    let functions = Rc::new(Traceable::new(kernel.as_ref()));
+    let functions = Rc::new(Traceable::new(
+        kernel.as_ref(),
+        Rc::new(driver::traceability(opts)),
+    ));
     let mut repl = Repl {
         kernel: Rc::clone(&kernel),
         functions: Rc::clone(&functions),
@@ -210,7 +214,7 @@ impl Repl {
     fn check_opts(&self) -> crate::check::Options {
         crate::check::Options {
             max_functions: self.opts.max_functions,
-            traceable: Some(Rc::clone(&self.functions)),
+            traceable: Some(self.functions.rule()),
         }
     }
 
@@ -584,7 +588,7 @@ mod tests {
 
     fn names(before: &str) -> (usize, Vec<String>) {
         let k = Fixture::new();
-        let t = Traceable::with_ftrace(&k, None);
+        let t = Traceable::new(&k, Rc::new(crate::traceable::Rule::btf_only()));
         complete(&k, &t, before)
     }
 

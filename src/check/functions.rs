@@ -7,8 +7,9 @@ use super::program::{Param, Scalar, Target, Ty};
 use super::{Checked, Checker, Scope, quote_list};
 use crate::btf::{FuncSig, KType};
 use crate::diag::{DiagKind, Diagnostic, closest};
-use crate::listing::{Traceable, glob_match, is_glob};
+use crate::listing::{glob_match, is_glob};
 use crate::syntax::ast::{self, Span};
+use crate::traceable::Rule;
 use std::collections::HashSet;
 use std::rc::Rc;
 
@@ -20,8 +21,9 @@ pub const DEFAULT_MAX_FUNCTIONS: usize = 1000;
 pub struct Options {
     /// More functions than this in one session is an error.
     pub max_functions: usize,
-    /// The kernel's traceable functions; read from the running kernel when `None`.
-    pub traceable: Option<Rc<Traceable>>,
+    /// What can be traced (`crate::traceable`); without it, BTF and the verifier's
+    /// fixed lists decide (no ftrace list).
+    pub traceable: Option<Rc<Rule>>,
 }
 
 /// A function a glob matched that cannot be traced, and why.
@@ -52,12 +54,11 @@ pub fn list_label(s: &ast::Session) -> String {
 }
 
 impl Checker<'_> {
-    fn traceable(&mut self) -> Rc<Traceable> {
-        let kernel = self.kernel;
+    fn rule(&mut self) -> Rc<Rule> {
         Rc::clone(
             self.opts
                 .traceable
-                .get_or_insert_with(|| Rc::new(Traceable::new(kernel))),
+                .get_or_insert_with(|| Rc::new(Rule::btf_only())),
         )
     }
 
@@ -77,28 +78,22 @@ impl Checker<'_> {
                 }
                 continue;
             }
-            let traceable = self.traceable();
+            let rule = self.rule();
             let mut found = 0;
             let mut untraceable = Vec::new();
             for name in self.kernel.function_names() {
                 if !glob_match(&item.name, &name) {
                     continue;
                 }
-                let why = match traceable.why_not(&name) {
-                    Some(why) => Some(why.to_string()),
-                    None => self
-                        .kernel
-                        .function(&name)
-                        .and_then(|f| self.untraceable(&f)),
+                let Some(f) = self.kernel.function(&name) else {
+                    continue;
                 };
-                if let Some(why) = why {
-                    untraceable.push((name, why));
+                if let Some(why) = rule.why_not(self.kernel, &f) {
+                    untraceable.push((name, why.to_string()));
                     continue;
                 }
                 found += 1;
-                if seen.insert(name.clone())
-                    && let Some(f) = self.kernel.function(&name)
-                {
+                if seen.insert(name) {
                     funcs.push(f);
                 }
             }
@@ -168,12 +163,12 @@ impl Checker<'_> {
             self.error_with(d);
             return None;
         };
-        if let Some(reason) = self.untraceable(&func) {
+        if let Some(reason) = self.rule().why_not(self.kernel, &func) {
             self.error(
                 item.span.clone(),
                 DiagKind::Untraceable {
                     func: func.name.clone(),
-                    reason,
+                    reason: reason.to_string(),
                 },
             );
             return None;
@@ -387,29 +382,6 @@ impl Checker<'_> {
                 ret: self.ret_scalar(f),
             })
             .collect()
-    }
-
-    /// Why the kernel's trampolines cannot attach to `func`, if they cannot: they pass
-    /// at most 12 argument registers and no struct returned by value.
-    fn untraceable(&self, func: &crate::btf::FuncSig) -> Option<String> {
-        if let KType::Struct { union, .. } = self.kernel.resolve(func.ret) {
-            let what = if union { "a union" } else { "a struct" };
-            return Some(format!("it returns {what} by value"));
-        }
-        let mut regs = 0;
-        for p in &func.params {
-            match self.kernel.resolve(p.ty) {
-                KType::Struct { size, .. } if size > 16 => {
-                    return Some(format!(
-                        "its parameter `{}` is a struct of {size} bytes passed by value",
-                        p.name
-                    ));
-                }
-                KType::Struct { size, .. } => regs += (size as usize).div_ceil(8).max(1),
-                _ => regs += 1,
-            }
-        }
-        (regs > 12).then(|| format!("it takes {regs} argument registers (at most 12)"))
     }
 }
 

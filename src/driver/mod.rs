@@ -18,10 +18,11 @@ use crate::build::{Compiler, find_clang};
 use crate::check::program::Program;
 use crate::codegen::Mode;
 use crate::diag::{Diagnostic, Source, render};
-use crate::listing::Traceable;
 use crate::runtime::signals;
+use crate::traceable::{Rule, Traceable};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::rc::Rc;
 
 pub fn load_kernel_types(btf: Option<&PathBuf>) -> Result<Btf, Error> {
     match btf {
@@ -40,6 +41,15 @@ pub fn resolve_mode(arg: ModeChoice, kernel: &dyn KernelTypes) -> Result<Mode, E
         ModeChoice::Auto if kernel.has_fsession_multi() => Ok(Mode::FsessionMulti),
         ModeChoice::Auto if kernel.has_fsession() => Ok(Mode::Fsession),
         ModeChoice::Auto => Ok(Mode::Fentry),
+    }
+}
+
+/// The traceability rule for the kernel types the options name: ftrace's list applies
+/// only to the running kernel's own types, not to another kernel's (`--btf FILE`).
+pub fn traceability(opts: &Options) -> Rule {
+    match opts.btf {
+        None => Rule::running_kernel(),
+        Some(_) => Rule::btf_only(),
     }
 }
 
@@ -116,7 +126,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
     let mode = resolve_mode(opts.mode, &kernel)?;
     let check_opts = crate::check::Options {
         max_functions: opts.max_functions,
-        traceable: None,
+        traceable: Some(Rc::new(traceability(opts))),
     };
     let (program, c) = compile_script(name, text, &kernel, mode, check_opts)?;
     if opts.verbose {
@@ -152,7 +162,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
 /// `fslat -l [GLOB]`: the traceable functions matching GLOB, or one function's signature.
 pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
     let kernel = load_kernel_types(opts.btf.as_ref())?;
-    let traceable = Traceable::new(&kernel);
+    let traceable = Traceable::new(&kernel, Rc::new(traceability(opts)));
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     crate::listing::list(&kernel, &traceable, glob, opts.verbose, &mut out)?;
     Ok(())

@@ -1,0 +1,342 @@
+//! Which kernel functions a session can trace: the one rule that `fslat -l`, the checker
+//! and the REPL's completion all apply. A function with BTF is traceable unless the BPF
+//! verifier refuses it (its deny list), it never returns, ftrace cannot hook it (when
+//! ftrace's list is known), or the trampolines cannot carry its arguments or its return
+//! value (a struct by value, too many argument registers).
+
+use crate::btf::{FuncSig, KType, KernelTypes};
+use crate::kallsyms::Copies;
+use std::cell::OnceCell;
+use std::collections::HashSet;
+use std::rc::Rc;
+
+/// Where ftrace lists the functions it can hook (tracefs, then its old debugfs place).
+const FTRACE_LISTS: [&str; 2] = [
+    "/sys/kernel/tracing/available_filter_functions",
+    "/sys/kernel/debug/tracing/available_filter_functions",
+];
+
+/// Functions the verifier refuses as tracing targets whatever the kernel's configuration
+/// (`btf_id_deny` in kernel/bpf/verifier.c).
+const DENIED: &[&str] = &[
+    "migrate_disable",
+    "migrate_enable",
+    "rcu_read_unlock_strict",
+    "preempt_count_add",
+    "preempt_count_sub",
+    "__rcu_read_lock",
+    "__rcu_read_unlock",
+];
+
+/// Functions that never return (`noreturn_deny` in kernel/bpf/verifier.c): fexit and
+/// fsession cannot attach, and a session has no return to time.
+const NORETURN: &[&str] = &[
+    "__ia32_sys_exit",
+    "__ia32_sys_exit_group",
+    "__kunit_abort",
+    "kunit_try_catch_throw",
+    "__module_put_and_kthread_exit",
+    "__x64_sys_exit",
+    "__x64_sys_exit_group",
+    "do_exit",
+    "do_group_exit",
+    "kthread_complete_and_exit",
+    "kthread_exit",
+    "make_task_dead",
+];
+
+/// The argument registers a BPF trampoline passes to the program.
+const MAX_ARG_REGISTERS: usize = 12;
+
+/// The largest struct a trampoline passes by value (in two registers).
+const MAX_STRUCT_ARG: u32 = 16;
+
+/// Why a function with BTF cannot be traced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    Denied,
+    NoReturn,
+    NotHookable,
+    ReturnsByValue { union: bool },
+    StructArgument { param: String, size: u32 },
+    TooManyRegisters(usize),
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Denied => write!(f, "the BPF verifier refuses to trace it (its deny list)"),
+            Reason::NoReturn => write!(
+                f,
+                "it never returns (`__noreturn`), so there is no return to time"
+            ),
+            Reason::NotHookable => write!(
+                f,
+                "ftrace cannot hook it (not in available_filter_functions: inlined, `notrace`, or excluded)"
+            ),
+            Reason::ReturnsByValue { union } => write!(
+                f,
+                "it returns {} by value",
+                if *union { "a union" } else { "a struct" }
+            ),
+            Reason::StructArgument { param, size } => write!(
+                f,
+                "its parameter `{param}` is a struct of {size} bytes passed by value"
+            ),
+            Reason::TooManyRegisters(n) => write!(
+                f,
+                "it takes {n} argument registers (at most {MAX_ARG_REGISTERS})"
+            ),
+        }
+    }
+}
+
+/// The rule, with or without ftrace's list of the functions it can hook.
+#[derive(Debug)]
+pub struct Rule {
+    /// Read at the first question that needs it; `None` inside: every function with BTF
+    /// is taken to be hookable.
+    ftrace: OnceCell<Option<HashSet<String>>>,
+    /// The types are the running kernel's: its ftrace list (and symbol table) apply.
+    read_ftrace: bool,
+}
+
+impl Rule {
+    /// For the running kernel: with ftrace's list when it can be read (tracefs mounted and
+    /// readable, which needs root); without it otherwise.
+    pub fn running_kernel() -> Rule {
+        Rule {
+            ftrace: OnceCell::new(),
+            read_ftrace: true,
+        }
+    }
+
+    /// From BTF and the verifier's fixed lists alone: for types that are not the running
+    /// kernel's (`--btf FILE`, the test fixture), whose ftrace list is not this machine's.
+    pub fn btf_only() -> Rule {
+        Rule {
+            ftrace: OnceCell::from(None),
+            read_ftrace: false,
+        }
+    }
+
+    /// With ftrace's list given.
+    pub fn with_ftrace(ftrace: HashSet<String>) -> Rule {
+        Rule {
+            ftrace: OnceCell::from(Some(ftrace)),
+            read_ftrace: false,
+        }
+    }
+
+    fn ftrace(&self) -> Option<&HashSet<String>> {
+        self.ftrace
+            .get_or_init(|| {
+                self.read_ftrace
+                    .then(|| {
+                        FTRACE_LISTS
+                            .iter()
+                            .find_map(|p| std::fs::read_to_string(p).ok())
+                    })
+                    .flatten()
+                    .map(|text| parse_ftrace_list(&text))
+            })
+            .as_ref()
+    }
+
+    /// Why `func` cannot be traced, or `None` when nothing rules it out.
+    pub fn why_not(&self, kernel: &dyn KernelTypes, func: &FuncSig) -> Option<Reason> {
+        let name = func.name.as_str();
+        if DENIED.contains(&name) {
+            return Some(Reason::Denied);
+        }
+        if NORETURN.contains(&name) {
+            return Some(Reason::NoReturn);
+        }
+        if self.ftrace().is_some_and(|f| !f.contains(name)) {
+            return Some(Reason::NotHookable);
+        }
+        if let KType::Struct { union, .. } = kernel.resolve(func.ret) {
+            return Some(Reason::ReturnsByValue { union });
+        }
+        let mut registers = 0;
+        for p in &func.params {
+            match kernel.resolve(p.ty) {
+                KType::Struct { size, .. } if size > MAX_STRUCT_ARG => {
+                    return Some(Reason::StructArgument {
+                        param: p.name.clone(),
+                        size,
+                    });
+                }
+                KType::Struct { size, .. } => registers += (size as usize).div_ceil(8).max(1),
+                _ => registers += 1,
+            }
+        }
+        (registers > MAX_ARG_REGISTERS).then_some(Reason::TooManyRegisters(registers))
+    }
+}
+
+/// `available_filter_functions` lines are `name` or `name [module]`; a name may repeat.
+fn parse_ftrace_list(text: &str) -> HashSet<String> {
+    text.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The traceable functions of one kernel, sorted: what `-l` lists and the REPL completes.
+pub struct Traceable {
+    rule: Rc<Rule>,
+    names: Vec<String>,
+    /// The running kernel's symbol table, read the first time a listing needs it; `None`
+    /// inside when it is not to be read (not the running kernel's types) or cannot be.
+    copies: OnceCell<Option<Copies>>,
+}
+
+impl Traceable {
+    /// The functions of `kernel` that `rule` lets through.
+    pub fn new(kernel: &dyn KernelTypes, rule: Rc<Rule>) -> Traceable {
+        let names = kernel
+            .function_names()
+            .into_iter()
+            .filter(|n| {
+                kernel
+                    .function(n)
+                    .is_some_and(|f| rule.why_not(kernel, &f).is_none())
+            })
+            .collect();
+        Traceable {
+            rule,
+            names,
+            copies: OnceCell::new(),
+        }
+    }
+
+    /// With the symbol table given, for `-l`'s warnings about copies.
+    #[cfg(test)]
+    pub(crate) fn with_copies(self, copies: Copies) -> Traceable {
+        Traceable {
+            copies: OnceCell::from(Some(copies)),
+            ..self
+        }
+    }
+
+    /// What the symbol table says about `name`'s other copies, if anything.
+    pub(crate) fn copies_note(&self, name: &str) -> Option<crate::kallsyms::Note<'_>> {
+        self.copies
+            .get_or_init(|| self.rule.read_ftrace.then(Copies::running).flatten())
+            .as_ref()?
+            .note(name)
+    }
+
+    /// The rule the list was made with (for the checker).
+    pub fn rule(&self) -> Rc<Rule> {
+        Rc::clone(&self.rule)
+    }
+
+    /// Every traceable name, sorted.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The names that start with `prefix`, sorted (for completion).
+    pub fn starting_with(&self, prefix: &str) -> &[String] {
+        let from = self.names.partition_point(|n| n.as_str() < prefix);
+        let len = self.names[from..]
+            .iter()
+            .take_while(|n| n.starts_with(prefix))
+            .count();
+        &self.names[from..from + len]
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.names
+            .binary_search_by(|n| n.as_str().cmp(name))
+            .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::Fixture;
+
+    fn why(rule: &Rule, name: &str) -> Option<Reason> {
+        let k = Fixture::new();
+        let f = k.function(name).expect("the fixture has it");
+        rule.why_not(&k, &f)
+    }
+
+    #[test]
+    fn each_reason_rules_out_the_fixture_function_it_names() {
+        let rule = Rule::btf_only();
+        let cases = [
+            ("vfs_read", None),
+            ("migrate_disable", Some(Reason::Denied)),
+            ("do_exit", Some(Reason::NoReturn)),
+        ];
+        for (name, want) in cases {
+            assert_eq!(why(&rule, name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn trampoline_limits_rule_out_structs_by_value_and_too_many_registers() {
+        let k = Fixture::new();
+        let path = k.struct_by_name("path").expect("struct path (16 bytes)");
+        let open_how = k
+            .struct_by_name("open_how")
+            .expect("struct open_how (24 bytes)");
+        let sig = |ret, params: &[(&str, crate::btf::TypeId)]| FuncSig {
+            name: "f".into(),
+            ret,
+            params: params
+                .iter()
+                .map(|&(name, ty)| crate::btf::Param {
+                    name: name.into(),
+                    ty,
+                })
+                .collect(),
+        };
+        let paths = |n: usize| vec![("p", path); n];
+        let cases = [
+            (
+                sig(path, &[]),
+                Some(Reason::ReturnsByValue { union: false }),
+            ),
+            (
+                sig(0, &[("how", open_how)]),
+                Some(Reason::StructArgument {
+                    param: "how".into(),
+                    size: 24,
+                }),
+            ),
+            (sig(0, &paths(6)), None),
+            (sig(0, &paths(7)), Some(Reason::TooManyRegisters(14))),
+        ];
+        for (f, want) in cases {
+            assert_eq!(Rule::btf_only().why_not(&k, &f), want, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn ftrace_list_rules_out_functions_it_does_not_name() {
+        let only = parse_ftrace_list("vfs_read\nvfs_write [ext4]\n");
+        let rule = Rule::with_ftrace(only);
+        assert_eq!(why(&rule, "vfs_write"), None);
+        assert_eq!(why(&rule, "do_sys_openat2"), Some(Reason::NotHookable));
+        let k = Fixture::new();
+        let t = Traceable::new(&k, Rc::new(rule));
+        assert_eq!(t.names(), ["vfs_read", "vfs_write"]);
+    }
+
+    #[test]
+    fn listed_names_leave_out_what_the_rule_refuses() {
+        let k = Fixture::new();
+        let t = Traceable::new(&k, Rc::new(Rule::btf_only()));
+        assert!(t.contains("vfs_read"));
+        assert!(!t.contains("do_exit"));
+        assert!(!t.contains("migrate_disable"));
+        assert_eq!(t.starting_with("vfs_"), ["vfs_read", "vfs_write"]);
+        assert!(t.starting_with("zzzz").is_empty());
+    }
+}
