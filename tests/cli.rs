@@ -713,3 +713,75 @@ fn interval_of_zero_or_garbage_is_refused_naming_the_option() {
         assert!(err.contains("--interval"), "-i {bad:?}: {err}");
     }
 }
+
+/// A kernel's types without fsession (the fixture's, as raw BTF in a file), so the test
+/// does not depend on what the host kernel has.
+fn btf_without_fsession(dir: &Path) -> String {
+    let path = dir.join("vmlinux-6.x");
+    std::fs::write(&path, fslat::btf::Fixture::without_fsession().bytes()).expect("write BTF");
+    path.to_str().expect("utf-8 path").to_string()
+}
+
+#[test]
+fn emit_in_a_mode_the_kernel_lacks_writes_it_with_a_note_and_a_run_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let btf = btf_without_fsession(dir.path());
+    let emit_c = |mode: &str, program: &str| {
+        fslat(&["--btf", &btf, "--mode", mode, "--emit", "c", "-e", program])
+    };
+
+    let out = emit_c("fsession", "session vfs_read");
+    assert!(out.status.success(), "{out:?}");
+    let c = text(&out.stdout);
+    assert!(c.contains("SEC(\"fsession/vfs_read\")"), "{c}");
+    assert!(!c.contains("SEC(\"fexit/"), "{c}");
+    assert_eq!(
+        text(&out.stderr),
+        "fslat: note: --mode fsession: this kernel could not load it (fsession arrived in Linux 7.0); what --emit writes is for a kernel that can\n"
+    );
+
+    let out = emit_c("fsession-multi", "session vfs_read, vfs_write");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        text(&out.stdout).contains("SEC(\"fslat.multi\")"),
+        "{out:?}"
+    );
+    assert!(text(&out.stderr).contains("Linux 7.2"), "{out:?}");
+
+    let object = dir.path().join("fsession.o");
+    let out = fslat(&[
+        "--btf",
+        &btf,
+        "--mode",
+        "fsession",
+        "--emit",
+        "obj",
+        "-o",
+        object.to_str().expect("utf-8 path"),
+        "-e",
+        "session vfs_read",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let bytes = std::fs::read(&object).expect("the object was written");
+    assert!(bytes.starts_with(b"\x7fELF"), "not an ELF object");
+
+    // The mode the kernel has is written without a note.
+    let out = emit_c("fentry", "session vfs_read");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(text(&out.stderr), "");
+
+    // Running is loading: refused before anything is compiled.
+    let out = fslat(&[
+        "--btf",
+        &btf,
+        "--mode",
+        "fsession",
+        "-e",
+        "session vfs_read",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).starts_with("fslat: error: --mode fsession: this kernel has no fsession"),
+        "{out:?}"
+    );
+}

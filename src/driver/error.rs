@@ -2,6 +2,7 @@
 //! it is printed.
 
 use crate::build::BuildError;
+use crate::codegen::Mode;
 use crate::listing::ListError;
 use crate::runtime::RuntimeError;
 use std::io::IsTerminal;
@@ -85,6 +86,31 @@ impl From<BuildError> for Error {
         match e {
             BuildError::Interrupted => Error::Interrupted,
             e => Error::Build(e),
+        }
+    }
+}
+
+/// What fslat tells besides errors, printed as `fslat: note: ...`.
+#[derive(Debug)]
+pub enum Note {
+    /// `--emit` in a mode this kernel cannot load.
+    CannotLoadHere(Mode),
+}
+
+impl std::fmt::Display for Note {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Note::CannotLoadHere(mode) => {
+                let since = match mode {
+                    Mode::FsessionMulti => "BPF_TRACE_FSESSION_MULTI arrived in Linux 7.2",
+                    _ => "fsession arrived in Linux 7.0",
+                };
+                write!(
+                    f,
+                    "--mode {}: this kernel could not load it ({since}); what --emit writes is for a kernel that can",
+                    mode.name()
+                )
+            }
         }
     }
 }

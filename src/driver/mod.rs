@@ -8,7 +8,7 @@ mod script;
 mod session;
 mod warm;
 
-pub use error::{Error, color_stderr, exit_status, report};
+pub use error::{Error, Note, color_stderr, exit_status, report};
 pub use options::{Emit, Format, ModeChoice, Options, parse_duration, parse_run_duration};
 pub use script::{open_interruptible, read_script};
 pub use session::{compile_and_run, run_object};
@@ -31,16 +31,24 @@ pub fn load_kernel_types(btf: Option<&PathBuf>) -> Result<Btf, Error> {
     }
 }
 
-pub fn resolve_mode(arg: ModeChoice, kernel: &dyn KernelTypes) -> Result<Mode, Error> {
-    match arg {
-        ModeChoice::Fsession if !kernel.has_fsession() => Err(Error::NoFsession),
-        ModeChoice::Fsession => Ok(Mode::Fsession),
-        ModeChoice::Fentry => Ok(Mode::Fentry),
-        ModeChoice::FsessionMulti if !kernel.has_fsession_multi() => Err(Error::NoFsessionMulti),
-        ModeChoice::FsessionMulti => Ok(Mode::FsessionMulti),
-        ModeChoice::Auto if kernel.has_fsession_multi() => Ok(Mode::FsessionMulti),
-        ModeChoice::Auto if kernel.has_fsession() => Ok(Mode::Fsession),
-        ModeChoice::Auto => Ok(Mode::Fentry),
+pub fn resolve_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Result<Mode, Error> {
+    match requested_mode(choice, kernel) {
+        Mode::Fsession if !kernel.has_fsession() => Err(Error::NoFsession),
+        Mode::FsessionMulti if !kernel.has_fsession_multi() => Err(Error::NoFsessionMulti),
+        mode => Ok(mode),
+    }
+}
+
+/// The mode `choice` names, or for auto the best the kernel has; it may be one the kernel
+/// cannot load.
+fn requested_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Mode {
+    match choice {
+        ModeChoice::Fsession => Mode::Fsession,
+        ModeChoice::Fentry => Mode::Fentry,
+        ModeChoice::FsessionMulti => Mode::FsessionMulti,
+        ModeChoice::Auto if kernel.has_fsession_multi() => Mode::FsessionMulti,
+        ModeChoice::Auto if kernel.has_fsession() => Mode::Fsession,
+        ModeChoice::Auto => Mode::Fentry,
     }
 }
 
@@ -51,6 +59,16 @@ pub fn traceability(opts: &Options) -> Rule {
         None => Rule::running_kernel(),
         Some(_) => Rule::btf_only(),
     }
+}
+
+/// The mode `--emit` writes in: the one asked for even where this kernel could not load
+/// it (writing C or an object loads nothing), with a note that says so.
+fn emit_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Mode {
+    let mode = requested_mode(choice, kernel);
+    if resolve_mode(choice, kernel).is_err() {
+        eprintln!("fslat: note: {}", Note::CannotLoadHere(mode));
+    }
+    mode
 }
 
 /// Script text → checked program and C, with diagnostics rendered against `name`.
@@ -123,7 +141,10 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
         return write_output(opts.output.as_ref(), text.as_bytes());
     }
     let kernel = load_kernel_types(opts.btf.as_ref())?;
-    let mode = resolve_mode(opts.mode, &kernel)?;
+    let mode = match emit {
+        None => resolve_mode(opts.mode, &kernel)?,
+        Some(_) => emit_mode(opts.mode, &kernel),
+    };
     let check_opts = crate::check::Options {
         max_functions: opts.max_functions,
         traceable: Some(Rc::new(traceability(opts))),
