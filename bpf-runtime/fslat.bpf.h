@@ -83,6 +83,26 @@ static __always_inline void fslat_read_str(char *dst, __u32 size, const void *sr
 		dst[0] = 0;
 }
 
+/*
+ * str(ptr, len): at most len bytes (and at most size - 1) from src, up to a NUL, then a
+ * NUL. A `__user` pointer (BTF type tag) is read as user memory; any other pointer as
+ * kernel memory first, then user memory (x86 refuses kernel reads of user addresses).
+ */
+static __always_inline void fslat_read_strn(char *dst, __u32 size, const void *src, __u64 len,
+					    bool user)
+{
+	__u32 n = len < size ? (__u32)len + 1 : size;
+	if (n > size) /* never: tells the 5.10 verifier the bound */
+		n = size;
+	if (user) {
+		if (bpf_probe_read_user_str(dst, n, src) < 0)
+			dst[0] = 0;
+		return;
+	}
+	if (bpf_probe_read_kernel_str(dst, n, src) < 0 && bpf_probe_read_user_str(dst, n, src) < 0)
+		dst[0] = 0;
+}
+
 /* Compares two NUL-terminated strings over at most n bytes. */
 static __always_inline bool fslat_streq(const char *a, const char *b, __u32 n)
 {
@@ -187,6 +207,28 @@ static __always_inline void fslat_hist_add(struct fslat_hist *h, __s64 x)
 }
 
 /*
+ * lhist: slot 0 counts values below min, slot 1 + (x - min) / step the n buckets, slot
+ * n + 1 the values from min + n * step up. `slots` has n + 2 entries.
+ */
+static __always_inline void fslat_lhist_add(__u64 *slots, __s64 *sum, __s64 x, __s64 min,
+					    __u64 step, __u64 n)
+{
+	__u64 slot;
+	if (x < min)
+		slot = 0;
+	else if ((__u64)(x - min) >= n * step)
+		slot = n + 1;
+	else
+		slot = 1 + (__u64)(x - min) / step;
+	/* clang knows slot <= n + 1 and would drop the test; the verifier (which does not
+	 * follow a division's bounds) needs it. */
+	asm volatile("" : "+r"(slot));
+	if (slot <= n + 1)
+		__sync_fetch_and_add(&slots[slot], 1);
+	__sync_fetch_and_add(sum, x);
+}
+
+/*
  * fentry mode: the calls of one session's function in flight on one task, innermost last,
  * each as its entry time and its context pointer. The context (the argument area of the
  * BPF trampoline's stack frame) is the same address at fentry and fexit of one call and
@@ -208,12 +250,31 @@ static __always_inline void fslat_hist_add(struct fslat_hist *h, __s64 x)
  */
 #define FSLAT_CALL_DEPTH 16
 
+/*
+ * entry(EXPR): a program that uses it defines FSLAT_ENTRY_VALUES, the most values a session
+ * saves; each call in flight keeps them next to its entry time.
+ */
+#ifndef FSLAT_ENTRY_VALUES
+#define FSLAT_ENTRY_VALUES 0
+#endif
+
 struct fslat_calls {
 	__u64 start[FSLAT_CALL_DEPTH]; /* entry times */
 	__u64 call[FSLAT_CALL_DEPTH];  /* context pointers: which call */
 	__u32 depth;                   /* entries in use */
 	__u32 pad;
+#if FSLAT_ENTRY_VALUES
+	__u64 vals[FSLAT_CALL_DEPTH][FSLAT_ENTRY_VALUES]; /* entry() values */
+#endif
 };
+
+#if FSLAT_ENTRY_VALUES
+/* fsession mode: a call's entry() values, in a hash map keyed by its context pointer (the
+ * cookie holds only the entry time). */
+struct fslat_entry_vals {
+	__u64 v[FSLAT_ENTRY_VALUES];
+};
+#endif
 
 #ifndef FSLAT_HASH_CALLS
 struct task_struct;
@@ -272,10 +333,12 @@ static __always_inline void fslat_calls_empty(void *map)
 #endif
 
 /*
- * At entry of an accepted call: push it. Returns how many entries could not be kept or
- * were found stale (0 when all is well), for the caller to count unpaired.
+ * At entry of an accepted call: push it, with its entry() values (`vals`, NULL when the
+ * session has none). Returns how many entries could not be kept or were found stale (0
+ * when all is well), for the caller to count unpaired.
  */
-static __always_inline __u32 fslat_enter(void *map, const void *ctx, __u64 start)
+static __always_inline __u32 fslat_enter(void *map, const void *ctx, __u64 start,
+					 const __u64 *vals)
 {
 	struct fslat_calls *c = fslat_calls_get(map, true);
 	if (!c)
@@ -301,15 +364,21 @@ static __always_inline __u32 fslat_enter(void *map, const void *ctx, __u64 start
 	/* The mask is a no-op the verifier of 5.10 needs to see the index bounded. */
 	c->start[d & (FSLAT_CALL_DEPTH - 1)] = start;
 	c->call[d & (FSLAT_CALL_DEPTH - 1)] = call;
+#if FSLAT_ENTRY_VALUES
+	if (vals)
+		for (__u32 v = 0; v < FSLAT_ENTRY_VALUES; v++)
+			c->vals[d & (FSLAT_CALL_DEPTH - 1)][v] = vals[v];
+#endif
 	c->depth = d + 1;
 	return lost;
 }
 
 /*
  * At return: this call's entry time, or 0 when it has none (rejected at entry, nested too
- * deep, or its fentry skipped). Entries above its own are stale: *lost counts them.
+ * deep, or its fentry skipped), and its entry() values into `vals` (NULL: none). Entries
+ * above its own are stale: *lost counts them.
  */
-static __always_inline __u64 fslat_leave(void *map, const void *ctx, __u32 *lost)
+static __always_inline __u64 fslat_leave(void *map, const void *ctx, __u32 *lost, __u64 *vals)
 {
 	struct fslat_calls *c = fslat_calls_get(map, false);
 	if (!c)
@@ -324,6 +393,11 @@ static __always_inline __u64 fslat_leave(void *map, const void *ctx, __u32 *lost
 		__u32 k = (d - 1 - i) & (FSLAT_CALL_DEPTH - 1);
 		if (c->call[k] == call) {
 			__u64 start = c->start[k];
+#if FSLAT_ENTRY_VALUES
+			if (vals)
+				for (__u32 v = 0; v < FSLAT_ENTRY_VALUES; v++)
+					vals[v] = c->vals[k][v];
+#endif
 			*lost = i;
 			c->depth = k;
 			if (!k)

@@ -110,6 +110,32 @@ pub enum DiagKind {
         ty: String,
     },
     TooManyKeys,
+    /// `hex(x)` or `oct(x)` in a comparison or computation.
+    FormattedOperand {
+        func: &'static str,
+    },
+    EntryOfReturnValue,
+    TooManyEntryValues {
+        max: usize,
+    },
+    MissingPositional {
+        n: usize,
+        given: usize,
+    },
+    PositionalZero,
+    BadLhist {
+        reason: String,
+    },
+    KeyNeedsName,
+    DuplicateKey {
+        name: String,
+    },
+    /// Two event fields that JSON would write under one name (`latency` is `latency_ns`).
+    JsonNameClash {
+        name: String,
+        other: String,
+        json: String,
+    },
     StackOperand {
         name: &'static str,
     },
@@ -256,6 +282,26 @@ impl DiagKind {
             ),
             BadKey { ty } => format!("{ty} cannot be an aggregation key"),
             TooManyKeys => "at most 4 keys may follow `by`".into(),
+            FormattedOperand { func } => format!(
+                "`{func}()` formats a value for output: it can be emitted or used as a `by` key, not compared, computed with or tested"
+            ),
+            EntryOfReturnValue => {
+                "`entry()` saves a value at entry, but this is known only at return".into()
+            }
+            TooManyEntryValues { max } => {
+                format!("a session saves at most {max} different `entry()` values")
+            }
+            MissingPositional { n, given } => format!(
+                "`${n}` is not given: the script was run with {given} argument{}",
+                if *given == 1 { "" } else { "s" }
+            ),
+            PositionalZero => "script arguments count from `$1`".into(),
+            BadLhist { reason } => format!("lhist(): {reason}"),
+            KeyNeedsName => "this key needs a name: add `as NAME`".into(),
+            DuplicateKey { name } => format!("the aggregation already has a key `{name}`"),
+            JsonNameClash { name, other, json } => format!(
+                "`{name}` and `{other}` would both be `{json}` in JSON output (a duration's name gets `_ns`): rename one with `as NAME`"
+            ),
             StackOperand { name } => format!(
                 "`{name}` is a call stack: it can be emitted or used as a `by` key, not compared, computed with or tested"
             ),

@@ -215,6 +215,7 @@ impl Repl {
         crate::check::Options {
             max_functions: self.opts.max_functions,
             traceable: Some(self.functions.rule()),
+            args: Vec::new(),
         }
     }
 

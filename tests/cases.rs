@@ -46,6 +46,18 @@ fn check_expectation(path: &Path, actual: &str, failures: &mut Vec<String>) {
     }
 }
 
+fn kind_name(kind: FieldKind) -> String {
+    match kind {
+        FieldKind::Int(s) => format!("{}{}", if s.signed { "s" } else { "u" }, s.size * 8),
+        FieldKind::Bool => "bool".into(),
+        FieldKind::Duration => "duration".into(),
+        FieldKind::Str { cap } => format!("str{cap}"),
+        FieldKind::Ptr => "ptr".into(),
+        FieldKind::Stack(k) => k.name().into(),
+        FieldKind::Formatted(s, radix) => format!("{}{}", radix.name(), s.size * 8),
+    }
+}
+
 fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
     let mut out = String::new();
     let obj = libbpf_rs::ObjectBuilder::default()
@@ -93,28 +105,37 @@ fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
                 "-"
             }
         );
+        if !s.entry_values.is_empty() {
+            let _ = writeln!(out, "  entry() values: {}", s.entry_values.len());
+        }
         if let Some(e) = &s.event {
             let fields: Vec<String> = e
                 .fields
                 .iter()
-                .map(|f| {
-                    let k = match f.kind {
-                        FieldKind::Int(s) => {
-                            format!("{}{}", if s.signed { "s" } else { "u" }, s.size * 8)
-                        }
-                        FieldKind::Bool => "bool".into(),
-                        FieldKind::Duration => "duration".into(),
-                        FieldKind::Str { cap } => format!("str{cap}"),
-                        FieldKind::Ptr => "ptr".into(),
-                        FieldKind::Stack(k) => k.name().into(),
-                    };
-                    format!("{}:{k}@{}", f.name, f.offset)
-                })
+                .map(|f| format!("{}:{}@{}", f.name, kind_name(f.kind), f.offset))
                 .collect();
             let _ = writeln!(out, "  event ({} bytes): {}", e.size, fields.join(" "));
         }
         for a in &s.aggregations {
             let _ = writeln!(out, "  aggregation {} {}: {}", a.id, a.name, a.title);
+            if let Some(l) = a.linear {
+                let _ = writeln!(
+                    out,
+                    "    linear: min {} max {} step {}: {} slots",
+                    l.min,
+                    l.max,
+                    l.step,
+                    l.slots()
+                );
+            }
+            if !a.keys.is_empty() {
+                let keys: Vec<String> = a
+                    .keys
+                    .iter()
+                    .map(|k| format!("{}:{}@{}", k.name, kind_name(k.kind), k.offset))
+                    .collect();
+                let _ = writeln!(out, "    keys: {}", keys.join(" "));
+            }
         }
     }
     out

@@ -4,7 +4,7 @@
 use super::names::BUILTINS;
 use super::program::*;
 use super::{COMM_CAP, Checked, Checker, MAX_KEYS, Reported, Scope, agg_names};
-use crate::diag::DiagKind;
+use crate::diag::{DiagKind, Diagnostic};
 use crate::syntax::ast::{self, AggFunc, Span};
 
 impl Checker<'_> {
@@ -39,7 +39,11 @@ impl Checker<'_> {
             fields.push(("pid".into(), 0..0, builtin(Builtin::Pid, u32t)));
             let reserved = ["comm", "tgid", "pid", "ret", "latency", "func"];
             for (i, p) in scope.params.iter().enumerate() {
-                if !matches!(p.ty, Ty::Int(_) | Ty::Bool) {
+                // A `const char *` is a string the caller passes in (`do_sys_openat2`'s
+                // `filename`); a `char *` is a buffer the function fills.
+                let input_string =
+                    matches!(p.ty, Ty::Str { .. }) && p.type_name.starts_with("const ");
+                if !matches!(p.ty, Ty::Int(_) | Ty::Bool) && !input_string {
                     continue;
                 }
                 let taken = reserved.contains(&p.name.as_str())
@@ -49,14 +53,25 @@ impl Checker<'_> {
                 } else {
                     p.name.clone()
                 };
-                fields.push((
-                    name,
-                    0..0,
+                let value = Expr {
+                    ty: p.ty.clone(),
+                    kind: ExprKind::Param(i),
+                };
+                let value = if input_string {
                     Expr {
                         ty: p.ty.clone(),
-                        kind: ExprKind::Param(i),
-                    },
-                ));
+                        kind: ExprKind::Deref(Box::new(Expr {
+                            ty: Ty::Int(Scalar {
+                                size: 8,
+                                signed: false,
+                            }),
+                            kind: ExprKind::Param(i),
+                        })),
+                    }
+                } else {
+                    value
+                };
+                fields.push((name, 0..0, value));
             }
             if has_ret {
                 let ret = self.ret(scope, 0..0)?;
@@ -98,6 +113,15 @@ impl Checker<'_> {
                     failed = true;
                     continue;
                 }
+                let json = json_name(&name, &e.ty);
+                if let Some((other, _, _)) =
+                    fields.iter().find(|(n, _, f)| json_name(n, &f.ty) == json)
+                {
+                    let other = other.clone();
+                    self.error(span, DiagKind::JsonNameClash { name, other, json });
+                    failed = true;
+                    continue;
+                }
                 fields.push((name, span, e));
             }
             if failed {
@@ -135,6 +159,7 @@ impl Checker<'_> {
             Ty::Str { cap } => FieldKind::Str { cap: *cap },
             Ty::Ptr { .. } => FieldKind::Ptr,
             Ty::Stack(k) => FieldKind::Stack(*k),
+            Ty::Formatted { scalar, radix } => FieldKind::Formatted(*scalar, *radix),
             Ty::Record { type_name, .. } => {
                 return Err(self.error(
                     span,
@@ -153,6 +178,22 @@ impl Checker<'_> {
         a: &ast::Aggregate,
     ) -> Checked<Aggregation> {
         let name = a.func.name();
+        let wanted = if a.func == AggFunc::Lhist { 3 } else { 0 };
+        if a.more_args.len() != wanted {
+            let given = usize::from(a.arg.is_some()) + a.more_args.len();
+            let span = match a.more_args.get(wanted) {
+                Some(extra) => extra.span.clone(),
+                None => a.span.clone(),
+            };
+            return Err(self.error(
+                span,
+                DiagKind::WrongArgCount {
+                    func: name.into(),
+                    expected: wanted + 1,
+                    found: given,
+                },
+            ));
+        }
         let arg = match (a.func, &a.arg) {
             (AggFunc::Count, None) => None,
             (AggFunc::Count, Some(e)) => {
@@ -193,24 +234,42 @@ impl Checker<'_> {
         if a.by.len() > MAX_KEYS {
             return Err(self.error(a.by[MAX_KEYS].span.clone(), DiagKind::TooManyKeys));
         }
-        let mut keys = Vec::new();
+        let linear = match a.func {
+            AggFunc::Lhist => Some(self.linear(scope, a, arg.as_ref())?),
+            _ => None,
+        };
+        let mut keys: Vec<(String, Expr)> = Vec::new();
         let mut kinds = Vec::new();
-        for k in &a.by {
+        for (k, alias) in a.by.iter().zip(&a.key_names) {
             let e = self.expr(scope, k)?;
             let kind = match e.ty {
                 Ty::Int(s) => FieldKind::Int(s),
                 Ty::Bool => FieldKind::Bool,
                 Ty::Str { cap } => FieldKind::Str { cap },
                 Ty::Stack(s) => FieldKind::Stack(s),
+                Ty::Formatted { scalar, radix } => FieldKind::Formatted(scalar, radix),
                 ref t => {
                     return Err(self.error(k.span.clone(), DiagKind::BadKey { ty: t.describe() }));
                 }
             };
-            let name = match &k.kind {
-                ast::ExprKind::Name(n) => n.clone(),
-                ast::ExprKind::Member { field, .. } => field.name.clone(),
-                _ => self.source[k.span.clone()].to_string(),
+            let (name, span) = match (alias, &k.kind) {
+                (Some(a), _) => (a.name.clone(), a.span.clone()),
+                (None, ast::ExprKind::Name(n)) => (n.clone(), k.span.clone()),
+                (None, ast::ExprKind::Member { field, .. }) => (field.name.clone(), k.span.clone()),
+                _ => return Err(self.error(k.span.clone(), DiagKind::KeyNeedsName)),
             };
+            if keys.iter().any(|(n, _)| *n == name) {
+                let mut d = Diagnostic::new(span, DiagKind::DuplicateKey { name });
+                if let (true, Some(agg)) = (a.name_after_key, &a.name) {
+                    d = d.hint(format!(
+                        "one `as` after the last key names the aggregation (`{0}`); to name the key too, write `as KEY as {0}`",
+                        agg.name
+                    ));
+                } else {
+                    d = d.hint("name one of them with `as NAME`");
+                }
+                return Err(self.error_with(d));
+            }
             kinds.push(kind);
             keys.push((name, e));
         }
@@ -245,6 +304,7 @@ impl Checker<'_> {
             func: a.func,
             duration: arg.as_ref().is_some_and(|e| e.ty == Ty::Duration),
             arg,
+            linear,
             keys: keys
                 .into_iter()
                 .zip(kinds)
@@ -262,5 +322,13 @@ impl Checker<'_> {
                 .collect::<Vec<_>>()
                 .join(" "),
         })
+    }
+}
+
+/// The name a field of type `ty` has in JSON output: durations end in `_ns`.
+fn json_name(name: &str, ty: &Ty) -> String {
+    match ty {
+        Ty::Duration => format!("{name}_ns"),
+        _ => name.to_string(),
     }
 }

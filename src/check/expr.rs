@@ -14,6 +14,7 @@ impl Checker<'_> {
         match c.ty {
             Ty::Bool | Ty::Int(_) | Ty::Ptr { .. } => Ok(c),
             Ty::Stack(k) => Err(self.stack_operand(k, e.span.clone())),
+            Ty::Formatted { radix, .. } => Err(self.formatted_operand(radix, e.span.clone())),
             ref t => Err(self.error(e.span.clone(), DiagKind::NotCondition { ty: t.describe() })),
         }
     }
@@ -37,6 +38,8 @@ impl Checker<'_> {
                 kind: ExprKind::Str(bytes.clone()),
             }),
             K::Name(name) => self.name(scope, name, e.span.clone()),
+            K::Positional(n) => self.positional(*n, e.span.clone()),
+            K::PositionalCount => Ok(self.positional_count()),
             K::Call { func, args } => self.call(scope, func, args, e.span.clone()),
             K::Member { base, arrow, field } => self.member(scope, base, *arrow, field),
             K::Unary { op, expr } => self.unary(scope, *op, expr, e.span.clone()),
@@ -51,6 +54,9 @@ impl Checker<'_> {
         args: &[ast::Expr],
         span: Span,
     ) -> Checked<Expr> {
+        if let Some(checked) = self.library_call(scope, func, args, span.clone()) {
+            return checked;
+        }
         if func.name != "path" {
             let d = Diagnostic::new(
                 func.span.clone(),
@@ -58,8 +64,11 @@ impl Checker<'_> {
                     name: func.name.clone(),
                 },
             )
-            .hint("the one function is `path(FILE)`, the path of a `struct file *`")
-            .hint("aggregations (count, hist, percentiles, sum, min, max, avg) are statements in a `{ }` block");
+            .hint(format!(
+                "the functions are {} (`path(FILE)`: the path of a `struct file *`)",
+                super::quote_list(super::CALLS)
+            ))
+            .hint("aggregations (count, hist, lhist, percentiles, sum, min, max, avg) are statements in a `{ }` block");
             return Err(self.error_with(d));
         }
         if args.len() != 1 {

@@ -24,6 +24,8 @@ pub struct Options {
     /// What can be traced (`crate::traceable`); without it, BTF and the verifier's
     /// fixed lists decide (no ftrace list).
     pub traceable: Option<Rc<Rule>>,
+    /// The script's command-line arguments, `$1` first.
+    pub args: Vec<String>,
 }
 
 /// A function a glob matched that cannot be traced, and why.
@@ -34,6 +36,7 @@ impl Default for Options {
         Options {
             max_functions: DEFAULT_MAX_FUNCTIONS,
             traceable: None,
+            args: Vec::new(),
         }
     }
 }

@@ -8,14 +8,18 @@
 
 mod actions;
 mod agg_names;
+mod calls;
 mod expr;
 mod functions;
+mod lhist;
 mod members;
 mod names;
 mod operators;
 mod phases;
+mod positional;
 pub mod program;
 
+pub use calls::CALLS;
 pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};
 pub use members::c_int;
 pub use names::builtin_names;
@@ -62,6 +66,7 @@ pub fn check_with(
         shared: Vec::new(),
         uses_kstack: false,
         uses_ustack: false,
+        entry_values: Vec::new(),
     };
     let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
     let mut per_func: HashMap<&str, usize> = HashMap::new();
@@ -112,6 +117,8 @@ struct Checker<'k> {
     shared: Vec<(Param, Vec<usize>)>,
     uses_kstack: bool,
     uses_ustack: bool,
+    /// The current session's `entry()` values so far.
+    entry_values: Vec<Expr>,
 }
 
 /// What names mean inside one session.
@@ -170,6 +177,7 @@ impl<'k> Checker<'k> {
         } else {
             self.ret_scalar(&func)
         };
+        self.entry_values.clear();
         let func_cap = funcs
             .iter()
             .map(|f| f.name.len() as u32 + 1)
@@ -227,6 +235,7 @@ impl<'k> Checker<'k> {
             return_filter,
             event,
             aggregations,
+            entry_values: std::mem::take(&mut self.entry_values),
             targets,
             several,
             skipped,

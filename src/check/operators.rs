@@ -18,6 +18,9 @@ impl Checker<'_> {
         if let Ty::Stack(k) = e.ty {
             return Err(self.stack_operand(k, inner.span.clone()));
         }
+        if let Ty::Formatted { radix, .. } = e.ty {
+            return Err(self.formatted_operand(radix, inner.span.clone()));
+        }
         match (op, &e.ty) {
             (UnOp::Neg, Ty::Int(_)) => Ok(match e.kind {
                 ExprKind::Int(v) => int_const(-v),
@@ -92,6 +95,9 @@ impl Checker<'_> {
         for (side, span) in [(&l, &lhs.span), (&r, &rhs.span)] {
             if let Ty::Stack(k) = side.ty {
                 return Err(self.stack_operand(k, span.clone()));
+            }
+            if let Ty::Formatted { radix, .. } = side.ty {
+                return Err(self.formatted_operand(radix, span.clone()));
             }
         }
         let mismatch = |l: &Expr, r: &Expr| DiagKind::Mismatch {

@@ -42,6 +42,10 @@ pub struct Session {
     pub return_filter: Option<Expr>,
     pub event: Option<EventSchema>,
     pub aggregations: Vec<Aggregation>,
+    /// What `entry(EXPR)` saves: evaluated at entry (after the entry filter), kept with the
+    /// call (the fentry stack, or fsession's per-call map) and read at return as
+    /// `ExprKind::Entry(i)`. Empty when the script does not use `entry()`.
+    pub entry_values: Vec<Expr>,
     /// The functions the session traces, in the order of its list (a glob's matches
     /// sorted); one for `session vfs_read`.
     pub targets: Vec<Target>,
@@ -116,6 +120,36 @@ pub enum Ty {
     },
     /// A call stack: only emitted or used as a key.
     Stack(StackKind),
+    /// `hex(x)`, `oct(x)`: an integer shown in that base; only emitted or used as a key.
+    Formatted {
+        scalar: Scalar,
+        radix: Radix,
+    },
+}
+
+/// How `hex()` and `oct()` show an integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Radix {
+    Hex,
+    Oct,
+}
+
+impl Radix {
+    pub fn name(self) -> &'static str {
+        match self {
+            Radix::Hex => "hex",
+            Radix::Oct => "oct",
+        }
+    }
+
+    /// `0x88042`, `0644` (C's `%#x` and `%#o`: zero is `0x0` and `0`).
+    pub fn format(self, n: u64) -> String {
+        match self {
+            Radix::Hex => format!("0x{n:x}"),
+            Radix::Oct if n == 0 => "0".into(),
+            Radix::Oct => format!("0{n:o}"),
+        }
+    }
 }
 
 /// Which call stack: the kernel's or the user program's.
@@ -149,6 +183,7 @@ impl Ty {
             Ty::Record { type_name, .. } => format!("a struct (`{type_name}`)"),
             Ty::Stack(StackKind::Kernel) => "a kernel stack (`kstack`)".into(),
             Ty::Stack(StackKind::User) => "a user stack (`ustack`)".into(),
+            Ty::Formatted { radix, .. } => format!("a formatted integer (`{}()`)", radix.name()),
         }
     }
 }
@@ -183,6 +218,21 @@ pub enum ExprKind {
     Deref(Box<Expr>),
     /// `path(file)`: the file's path, walked up through dentries and mounts.
     Path(Box<Expr>),
+    /// `str(ptr, len)`: at most `len` bytes (and at most the string's cap) from the
+    /// address `ptr`, up to a NUL; `len` `None` for `str(ptr)`.
+    ReadStr {
+        ptr: Box<Expr>,
+        len: Option<Box<Expr>>,
+        /// BTF marks the pointer `__user`: read user memory only.
+        user: bool,
+    },
+    /// `ntohs(x)` (16 bits), `ntohl(x)` (32 bits): the value in host byte order.
+    Swap {
+        bits: u8,
+        expr: Box<Expr>,
+    },
+    /// `entry(EXPR)`: the session's `entry_values[i]`, as it was at entry.
+    Entry(usize),
     Unary {
         op: UnOp,
         expr: Box<Expr>,
@@ -226,9 +276,14 @@ impl Expr {
     pub fn at_return(&self) -> bool {
         match &self.kind {
             ExprKind::Ret
+            | ExprKind::Entry(_)
             | ExprKind::Builtin(Builtin::Latency | Builtin::Kstack | Builtin::Ustack) => true,
-            ExprKind::Read { base, .. } | ExprKind::Deref(base) | ExprKind::Path(base) => {
-                base.at_return()
+            ExprKind::Read { base, .. }
+            | ExprKind::Deref(base)
+            | ExprKind::Path(base)
+            | ExprKind::Swap { expr: base, .. } => base.at_return(),
+            ExprKind::ReadStr { ptr, len, .. } => {
+                ptr.at_return() || len.as_ref().is_some_and(|l| l.at_return())
             }
             ExprKind::Unary { expr, .. } => expr.at_return(),
             ExprKind::Binary { lhs, rhs, .. } => lhs.at_return() || rhs.at_return(),
@@ -240,8 +295,15 @@ impl Expr {
     pub fn visit(&self, f: &mut impl FnMut(&Expr)) {
         f(self);
         match &self.kind {
-            ExprKind::Read { base, .. } | ExprKind::Deref(base) | ExprKind::Path(base) => {
-                base.visit(f)
+            ExprKind::Read { base, .. }
+            | ExprKind::Deref(base)
+            | ExprKind::Path(base)
+            | ExprKind::Swap { expr: base, .. } => base.visit(f),
+            ExprKind::ReadStr { ptr, len, .. } => {
+                ptr.visit(f);
+                if let Some(l) = len {
+                    l.visit(f);
+                }
             }
             ExprKind::Unary { expr, .. } => expr.visit(f),
             ExprKind::Binary { lhs, rhs, .. } => {
@@ -266,12 +328,14 @@ pub enum FieldKind {
     /// A `u64` naming a stack in the program's stack map of that kind (fslat.bpf.h,
     /// `fslat_stackid`, `fslat_ustackid`); read by `stacks::StackTable`.
     Stack(StackKind),
+    /// `hex(x)`, `oct(x)`: an integer of this size, shown in that base.
+    Formatted(Scalar, Radix),
 }
 
 impl FieldKind {
     pub fn size(self) -> u32 {
         match self {
-            FieldKind::Int(s) => u32::from(s.size),
+            FieldKind::Int(s) | FieldKind::Formatted(s, _) => u32::from(s.size),
             FieldKind::Bool => 1,
             FieldKind::Duration | FieldKind::Ptr | FieldKind::Stack(_) => 8,
             FieldKind::Str { cap } => cap,
@@ -312,6 +376,8 @@ pub struct Aggregation {
     pub arg: Option<Expr>,
     /// Whether the value is a duration (printed with units).
     pub duration: bool,
+    /// `lhist`'s buckets.
+    pub linear: Option<Linear>,
     pub keys: Vec<AggKey>,
     /// Size of the key struct (one zero `u32`, padded to 8, when there are no keys).
     pub key_size: u32,
@@ -321,6 +387,43 @@ pub struct Aggregation {
     /// Unique in the program: given with `as NAME` or derived (see `check::names`). It
     /// titles the text output, is the JSON `name` and the metric's name.
     pub name: String,
+}
+
+impl Aggregation {
+    /// A histogram's slots in the kernel (`struct fslat_hist`, or the `lhist`'s own
+    /// struct); `None` for the other aggregations.
+    pub fn hist_slots(&self) -> Option<usize> {
+        match (self.func, self.linear) {
+            (AggFunc::Hist, _) => Some(HIST_SLOTS),
+            (AggFunc::Lhist, Some(l)) => Some(l.slots()),
+            _ => None,
+        }
+    }
+}
+
+/// Slots of a `struct fslat_hist` (FSLAT_HIST_SLOTS in fslat.bpf.h); its sum follows them.
+pub const HIST_SLOTS: usize = 66;
+
+/// `lhist(x, min, max, step)`: slot 0 counts values below `min`, slot `i` in `1..=buckets()`
+/// `[min + (i-1)*step, min + i*step)`, and the last slot values from `min +
+/// buckets()*step` up (as bpftrace's `lhist`). Nanoseconds for a duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Linear {
+    pub min: u64,
+    pub max: u64,
+    pub step: u64,
+}
+
+impl Linear {
+    /// Buckets between `min` and `max`.
+    pub fn buckets(self) -> u64 {
+        (self.max - self.min) / self.step
+    }
+
+    /// Slots the kernel keeps: the buckets, one below and one above.
+    pub fn slots(self) -> usize {
+        self.buckets() as usize + 2
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -171,3 +171,29 @@ fn func_is_a_string_as_long_as_the_longest_name() {
     assert_eq!(event_names(&one), ["func"]);
     assert!(!one.several);
 }
+
+#[test]
+fn positional_arguments_are_literals_typed_by_how_they_are_written() {
+    let script = "session vfs_read where tgid == $1 and latency > $2 and comm == $3 and $# == 3";
+    let ast = crate::syntax::parse(script).expect("parses");
+    let opts = super::Options {
+        args: vec!["1234".into(), "10ms".into(), "bash".into()],
+        ..Default::default()
+    };
+    let p = super::check_with(&ast, script, &Fixture::new(), opts).expect("checks");
+    let s = &p.sessions[0];
+    let mut literals = Vec::new();
+    for f in [&s.entry_filter, &s.return_filter].into_iter().flatten() {
+        f.visit(&mut |e| match &e.kind {
+            ExprKind::Int(n) => literals.push(format!("{n}:{}", e.ty.describe())),
+            ExprKind::Str(b) => literals.push(String::from_utf8_lossy(b).into_owned()),
+            _ => {}
+        });
+    }
+    literals.sort();
+    assert_eq!(
+        literals,
+        ["10000000:a duration", "1234:an integer (u64)", "bash"],
+        "{s:?}"
+    );
+}

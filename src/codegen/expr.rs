@@ -170,8 +170,26 @@ impl<'p> Phase<'p> {
         match &e.kind {
             ExprKind::Int(v) => int_literal(*v),
             ExprKind::Bool(b) => u8::from(*b).to_string(),
-            ExprKind::Str(_) | ExprKind::Deref(_) | ExprKind::Path(_) => {
+            ExprKind::Str(_)
+            | ExprKind::Deref(_)
+            | ExprKind::Path(_)
+            | ExprKind::ReadStr { .. } => {
                 unreachable!("strings are compared through string_ref")
+            }
+            ExprKind::Swap { bits, expr } => {
+                let x = self.expr(expr);
+                format!("__builtin_bswap{bits}((__u{bits})({x}))")
+            }
+            // Saved as a __u64 at entry (see `entry_values`): cast back to its type.
+            ExprKind::Entry(i) => {
+                let ty = match e.ty {
+                    Ty::Int(s) | Ty::Formatted { scalar: s, .. } => {
+                        c_int(u32::from(s.size), s.signed)
+                    }
+                    Ty::Bool => "__u8",
+                    _ => "__u64",
+                };
+                format!("(({ty})fslat_ev[{i}])")
             }
             ExprKind::Builtin(b) => self.builtin(*b),
             ExprKind::Param(i) => self.param(*i),
@@ -288,6 +306,14 @@ impl<'p> Phase<'p> {
                 let f = self.expr(file);
                 format!("fslat_path({dst}, (const void *){f});")
             }
+            ExprKind::ReadStr { ptr, len, user } => {
+                let p = self.expr(ptr);
+                let n = match len {
+                    Some(l) => format!("(__u64)({})", self.expr(l)),
+                    None => cap.to_string(),
+                };
+                format!("fslat_read_strn({dst}, {cap}, (const void *){p}, {n}, {user});")
+            }
             ExprKind::Read {
                 base,
                 root,
@@ -340,10 +366,17 @@ impl<'p> Phase<'p> {
         }
         // A new key starts from a zero global (values too big for the BPF stack) or from
         // a literal; `extra` are the adder's arguments after the value.
+        let lhist_type = format!("struct fslat_lhist_{}", a.id);
         let (vtype, start, add, extra) = match a.func {
+            AggFunc::Lhist => (
+                lhist_type.as_str(),
+                Start::Global(format!("fslat_lhist_zero_{}", a.id)),
+                "fslat_lhist_add",
+                "",
+            ),
             AggFunc::Hist => (
                 "struct fslat_hist",
-                Start::Global("fslat_hist_zero"),
+                Start::Global("fslat_hist_zero".into()),
                 if a.duration {
                     "fslat_hist_add_us"
                 } else {
@@ -353,7 +386,7 @@ impl<'p> Phase<'p> {
             ),
             AggFunc::Percentiles => (
                 "struct fslat_pct",
-                Start::Global("fslat_pct_zero"),
+                Start::Global("fslat_pct_zero".into()),
                 "fslat_pct_add",
                 "",
             ),
@@ -396,7 +429,15 @@ impl<'p> Phase<'p> {
         ));
         out.push("}".into());
         out.push(format!("if ({value})"));
-        out.push(format!("\t{add}({value}, {x}{extra});"));
+        match a.linear {
+            Some(l) => out.push(format!(
+                "\t{add}({value}->slots, &{value}->sum, {x}, {}, {}, {});",
+                int_literal(i128::from(l.min)),
+                int_literal(i128::from(l.step)),
+                int_literal(i128::from(l.buckets()))
+            )),
+            None => out.push(format!("\t{add}({value}, {x}{extra});")),
+        }
         out.push("else".into());
         out.push("\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into());
         if a.func == AggFunc::Percentiles {
@@ -430,7 +471,7 @@ impl<'p> Phase<'p> {
 }
 
 enum Start {
-    Global(&'static str),
+    Global(String),
     Literal(&'static str),
 }
 

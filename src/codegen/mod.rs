@@ -103,6 +103,26 @@ static TEMPLATES: LazyLock<Handlebars<'static>> = LazyLock::new(|| {
             "fsession_multi",
             include_str!("../../templates/fsession_multi.bpf.c.hbs"),
         ),
+        (
+            "entry_values",
+            include_str!("../../templates/entry_values.bpf.c.hbs"),
+        ),
+        (
+            "entry_values_map",
+            include_str!("../../templates/entry_values_map.bpf.c.hbs"),
+        ),
+        (
+            "entry_values_session",
+            include_str!("../../templates/entry_values_session.bpf.c.hbs"),
+        ),
+        (
+            "entry_values_return",
+            include_str!("../../templates/entry_values_return.bpf.c.hbs"),
+        ),
+        (
+            "count_unpaired",
+            include_str!("../../templates/count_unpaired.bpf.c.hbs"),
+        ),
     ] {
         hb.register_template_string(name, text)
             .expect("fslat's own templates are valid handlebars");
@@ -125,6 +145,8 @@ struct ProgramData {
     /// fentry mode's call stacks in task storage (5.11+), else in a hash map.
     task_storage: bool,
     uses_percentiles: bool,
+    /// The most `entry()` values one session saves (0: none; FSLAT_ENTRY_VALUES).
+    entry_values: usize,
     session_count: usize,
     structs: Vec<StructData>,
     events: Vec<EventData>,
@@ -160,9 +182,11 @@ struct AggMapData {
     title: String,
     key_fields: Vec<String>,
     key_size: u32,
-    value_type: &'static str,
+    value_type: String,
     /// percentiles: the per-CPU map of counts and maxima, `fslat_agg_ID_max`.
     max_map: bool,
+    /// lhist: the slots of its own value struct, `struct fslat_lhist_ID`.
+    lhist_slots: Option<usize>,
     entries: u32,
 }
 
@@ -178,6 +202,8 @@ struct SessionData {
     entry_time_early: bool,
     entry_lines: Vec<String>,
     entry_filter: Option<String>,
+    /// `entry()`: what entry saves for return, after the filter.
+    entry_values: Option<EntryValuesData>,
     return_lines: Vec<String>,
     error_check: Option<String>,
     return_filter: Option<String>,
@@ -186,6 +212,14 @@ struct SessionData {
     aggregation_lines: Vec<String>,
     /// Set when the session is one multi-attach program for all its functions.
     multi: Option<MultiData>,
+}
+
+#[derive(Serialize)]
+struct EntryValuesData {
+    /// Declarations the values need.
+    lines: Vec<String>,
+    /// The initializer of `__u64 fslat_ev[FSLAT_ENTRY_VALUES]`.
+    init: String,
 }
 
 #[derive(Serialize)]
@@ -213,6 +247,12 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             .iter()
             .flat_map(|s| &s.aggregations)
             .any(|a| a.func == AggFunc::Percentiles),
+        entry_values: program
+            .sessions
+            .iter()
+            .map(|s| s.entry_values.len())
+            .max()
+            .unwrap_or(0),
         session_count: program.sessions.len().max(1),
         structs: program
             .structs
@@ -263,7 +303,9 @@ pub fn field_member(i: usize) -> String {
 
 fn field_decl(kind: FieldKind, member: &str) -> String {
     match kind {
-        FieldKind::Int(s) => format!("{} {member}", c_int(u32::from(s.size), s.signed)),
+        FieldKind::Int(s) | FieldKind::Formatted(s, _) => {
+            format!("{} {member}", c_int(u32::from(s.size), s.signed))
+        }
         FieldKind::Bool => format!("__u8 {member}"),
         FieldKind::Duration | FieldKind::Ptr => format!("__u64 {member}"),
         FieldKind::Stack(_) => format!("__u64 {member}"),
@@ -305,11 +347,13 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
         },
         key_size: a.key_size,
         value_type: match a.func {
-            AggFunc::Hist => "struct fslat_hist",
-            AggFunc::Percentiles => "struct fslat_pct",
-            _ => "struct fslat_stat",
+            AggFunc::Hist => "struct fslat_hist".into(),
+            AggFunc::Lhist => format!("struct fslat_lhist_{}", a.id),
+            AggFunc::Percentiles => "struct fslat_pct".into(),
+            _ => "struct fslat_stat".into(),
         },
         max_map: a.func == AggFunc::Percentiles,
+        lhist_slots: a.linear.map(|l| l.slots()),
         entries: if a.func == AggFunc::Percentiles {
             PCT_ENTRIES
         } else {
@@ -424,6 +468,19 @@ fn phases_data(
 ) -> SessionData {
     let mut entry = Phase::new(s, target, false, multi);
     let entry_filter = s.entry_filter.as_ref().map(|f| entry.expr(f));
+    let entry_lines = entry.take_lines();
+    let entry_values = (!s.entry_values.is_empty()).then(|| {
+        let init = s
+            .entry_values
+            .iter()
+            .map(|v| format!("(__u64)({})", entry.expr(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        EntryValuesData {
+            lines: entry.take_lines(),
+            init,
+        }
+    });
     let entry_time_early = entry.uses_start();
 
     let mut ret = Phase::new(s, target, true, multi);
@@ -452,8 +509,9 @@ fn phases_data(
         func: target.func.clone(),
         inflight: INFLIGHT_ENTRIES,
         entry_time_early,
-        entry_lines: entry.take_lines(),
+        entry_lines,
         entry_filter,
+        entry_values,
         return_lines,
         error_check,
         return_filter,

@@ -11,6 +11,7 @@ mod prometheus;
 pub use otlp::{OtlpTarget, Pusher};
 pub use prometheus::{Server, encode};
 
+use crate::check::program::Linear;
 use crate::output::{Summary, Value};
 use crate::syntax::ast::AggFunc;
 use std::sync::{Arc, Mutex};
@@ -38,6 +39,8 @@ pub struct AggSeries {
     pub func: AggFunc,
     /// Values are nanoseconds, exported as seconds.
     pub duration: bool,
+    /// `lhist`'s buckets (else a `hist`'s powers of two).
+    pub linear: Option<Linear>,
     pub key_names: Vec<String>,
     pub rows: Vec<AggPoint>,
 }
@@ -124,24 +127,26 @@ pub struct Buckets {
 /// (`le=0` for integers, `le` just under 1us for durations, which the kernel counts in
 /// whole microseconds), then each slot, bounds from `output::buckets::hist_slot`.
 /// `percentiles` exports its log-linear buckets four to a power of two (`pct_export`):
-/// 32 sub-buckets a power of two would be hundreds of series a row.
+/// 32 sub-buckets a power of two would be hundreds of series a row. An `lhist` exports
+/// its buckets, the one below `min` first (merged into the first bucket when `min` is 0,
+/// as `hist` does with negative values); its values above the range are only in the
+/// count (`+Inf`).
 pub fn histograms(a: &AggSeries) -> Vec<Option<Buckets>> {
     let native: Vec<Option<NativeBuckets>> = a
         .rows
         .iter()
-        .map(|r| native_buckets(&r.value, a.duration))
+        .map(|r| native_buckets(&r.value, a.duration, a.linear))
         .collect();
     let top = native
         .iter()
         .flatten()
-        .filter_map(|(b, _)| b.iter().rposition(|&(_, n)| n > 0))
+        .filter_map(|(b, _, _)| b.iter().rposition(|&(_, n)| n > 0))
         .max()
         .unwrap_or(0);
     native
         .into_iter()
         .map(|row| {
-            let (buckets, sum) = row?;
-            let count = buckets.iter().map(|b| b.1).sum();
+            let (buckets, count, sum) = row?;
             let bound =
                 |hi: Option<u64>| scale(hi.map_or(u64::MAX as f64, |h| h as f64), a.duration);
             Some(Buckets {
@@ -157,13 +162,30 @@ pub fn histograms(a: &AggSeries) -> Vec<Option<Buckets>> {
         .collect()
 }
 
-/// A row's buckets in its own unit: (inclusive upper bound, `None` for none; count), and
-/// its sum; every bucket of the layout.
-type NativeBuckets = (Vec<(Option<u64>, u64)>, i64);
+/// A row's buckets in its own unit: (inclusive upper bound, `None` for none; count), every
+/// bucket of the layout; then how many values the row holds, and their sum.
+type NativeBuckets = (Vec<(Option<u64>, u64)>, u64, i64);
 
-fn native_buckets(v: &PointValue, duration: bool) -> Option<NativeBuckets> {
+fn native_buckets(v: &PointValue, duration: bool, linear: Option<Linear>) -> Option<NativeBuckets> {
+    let with_count = |(buckets, sum): (Vec<(Option<u64>, u64)>, i64)| {
+        let count = buckets.iter().map(|b| b.1).sum();
+        (buckets, count, sum)
+    };
     match v {
         PointValue::Number(_) => None,
+        PointValue::Hist { slots, sum } if let Some(l) = linear => {
+            let at = |i: usize| slots.get(i).copied().unwrap_or(0);
+            let n = l.buckets() as usize;
+            let first = if l.min == 0 { 1 } else { 0 };
+            let buckets = (first..=n)
+                .map(|slot| {
+                    let hi = crate::output::buckets::lhist_slot(slot, l).hi;
+                    let below = if slot == 1 && first == 1 { at(0) } else { 0 };
+                    (hi.map(|h| h - 1), at(slot) + below)
+                })
+                .collect();
+            Some((buckets, slots.iter().sum(), *sum))
+        }
         PointValue::Hist { slots, sum } => {
             let at = |i: usize| slots.get(i).copied().unwrap_or(0);
             let buckets = (1..crate::output::buckets::HIST_SLOTS)
@@ -173,7 +195,7 @@ fn native_buckets(v: &PointValue, duration: bool) -> Option<NativeBuckets> {
                     (hi.map(|h| h - 1), n)
                 })
                 .collect();
-            Some((buckets, *sum))
+            Some(with_count((buckets, *sum)))
         }
         PointValue::Pct {
             slots,
@@ -189,7 +211,7 @@ fn native_buckets(v: &PointValue, duration: bool) -> Option<NativeBuckets> {
                     b.1 += n;
                 }
             }
-            Some((buckets, *sum))
+            Some(with_count((buckets, *sum)))
         }
     }
 }
@@ -249,6 +271,7 @@ pub fn label_value(v: &Value) -> String {
         Value::Signed(n) => n.to_string(),
         Value::Bool(b) => b.to_string(),
         Value::Ptr(p) => format!("0x{p:x}"),
+        Value::Formatted(n, radix) => radix.format(*n),
         Value::Str(s) => String::from_utf8_lossy(s).into_owned(),
         Value::Stack(s) => crate::output::stack_text(s),
     }

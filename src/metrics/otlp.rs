@@ -298,7 +298,7 @@ fn aggregation(
         AggFunc::Min | AggFunc::Max | AggFunc::Avg => Data::Gauge(Gauge {
             data_points: numbers(),
         }),
-        AggFunc::Hist | AggFunc::Percentiles => Data::Histogram(Histogram {
+        AggFunc::Hist | AggFunc::Lhist | AggFunc::Percentiles => Data::Histogram(Histogram {
             data_points: a
                 .rows
                 .iter()
@@ -306,8 +306,9 @@ fn aggregation(
                 .filter_map(|(r, h)| {
                     let h = h?;
                     let mut bucket_counts: Vec<u64> = h.buckets.iter().map(|b| b.1).collect();
-                    // The +Inf bucket: empty, every bucket above has a bound.
-                    bucket_counts.push(0);
+                    // The +Inf bucket: what no bound holds (an lhist's values above its
+                    // range; nothing for the others, whose every bucket has a bound).
+                    bucket_counts.push(h.count - bucket_counts.iter().sum::<u64>());
                     Some(HistogramDataPoint {
                         attributes: attributes(r),
                         start_time_unix_nano: start,

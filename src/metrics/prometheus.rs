@@ -127,7 +127,7 @@ fn encode_aggregation(
     let kind = match a.func {
         AggFunc::Count | AggFunc::Sum => MetricType::Counter,
         AggFunc::Min | AggFunc::Max | AggFunc::Avg => MetricType::Gauge,
-        AggFunc::Hist | AggFunc::Percentiles => MetricType::Histogram,
+        AggFunc::Hist | AggFunc::Lhist | AggFunc::Percentiles => MetricType::Histogram,
     };
     let mut family = encoder.encode_descriptor(&name, &help, None, kind)?;
     let histograms = histograms(a);

@@ -28,6 +28,7 @@ fn snapshot() -> Snapshot {
                 title: "count() by comm".into(),
                 func: AggFunc::Count,
                 duration: false,
+                linear: None,
                 key_names: vec!["comm".into()],
                 rows: vec![AggPoint {
                     keys: vec![Value::Str(Cow::Owned(b"a\"b\\c\nd".to_vec()))],
@@ -40,6 +41,7 @@ fn snapshot() -> Snapshot {
                 title: "hist(latency)".into(),
                 func: AggFunc::Hist,
                 duration: true,
+                linear: None,
                 key_names: vec![],
                 rows: vec![AggPoint {
                     keys: vec![],
@@ -221,6 +223,7 @@ fn percentiles_snapshot() -> Snapshot {
         title: "percentiles(count)".into(),
         func: AggFunc::Percentiles,
         duration: false,
+        linear: None,
         key_names: vec![],
         rows: vec![AggPoint {
             keys: vec![],
@@ -287,4 +290,50 @@ fn otlp_percentiles_have_the_same_buckets() {
     assert_eq!(p.bucket_counts.len(), 22);
     assert_eq!(p.bucket_counts.iter().sum::<u64>(), 4);
     assert!(metrics.iter().any(|m| m.name == "fslat_stack_lost"));
+}
+
+#[test]
+fn an_lhist_exports_its_linear_buckets_with_the_ones_below_and_above() {
+    let l = crate::check::program::Linear {
+        min: 10,
+        max: 40,
+        step: 10,
+    };
+    // Below 10: 1; [10, 20): 2; [30, 40): 1; from 40 up: 3.
+    let snap = Snapshot {
+        aggregations: vec![AggSeries {
+            name: "sizes".into(),
+            session: "vfs_write".into(),
+            title: "lhist(count, 10, 40, 10)".into(),
+            func: AggFunc::Lhist,
+            duration: false,
+            linear: Some(l),
+            key_names: vec![],
+            rows: vec![AggPoint {
+                keys: vec![],
+                value: PointValue::Hist {
+                    slots: vec![1, 2, 0, 1, 3],
+                    sum: 300,
+                },
+            }],
+        }],
+        ..Snapshot::empty()
+    };
+    let text = encode(&snap);
+    for line in [
+        "# TYPE fslat_sizes histogram",
+        "fslat_sizes_bucket{le=\"9\"} 1",
+        "fslat_sizes_bucket{le=\"19\"} 3",
+        "fslat_sizes_bucket{le=\"29\"} 3",
+        "fslat_sizes_bucket{le=\"39\"} 4",
+        "fslat_sizes_bucket{le=\"+Inf\"} 7",
+        "fslat_sizes_sum 300.0",
+        "fslat_sizes_count 7",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in\n{text}"
+        );
+    }
+    assert_eq!(text.matches("fslat_sizes_bucket").count(), 5, "{text}");
 }

@@ -2,6 +2,8 @@
 //! definition for the text and JSON writers and the metrics exporter, matching the slots
 //! `fslat.bpf.h` fills.
 
+use crate::check::program::Linear;
+
 /// A bucket's range: values `v` with `lo <= v < hi` (`hi` `None`: no upper bound).
 /// Bucket 0 of a histogram holds the negative values: `lo` is `None` there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,6 +36,34 @@ pub fn hist_slot(i: usize, duration: bool) -> Range {
                 hi: lo.checked_mul(2).and_then(|h| h.checked_mul(scale)),
             }
         }
+    }
+}
+
+/// Slot `i` of a histogram: an `lhist`'s when `linear` is given, else a `hist`'s.
+pub fn slot(i: usize, duration: bool, linear: Option<Linear>) -> Range {
+    match linear {
+        Some(l) => lhist_slot(i, l),
+        None => hist_slot(i, duration),
+    }
+}
+
+/// `lhist` slot `i`: 0 below `min`, then the buckets, then the values from the last
+/// bucket's end up (see `Linear`).
+pub fn lhist_slot(i: usize, l: Linear) -> Range {
+    let n = l.buckets();
+    match i as u64 {
+        0 => Range {
+            lo: None,
+            hi: Some(l.min),
+        },
+        i if i > n => Range {
+            lo: Some(l.min + n * l.step),
+            hi: None,
+        },
+        i => Range {
+            lo: Some(l.min + (i - 1) * l.step),
+            hi: Some(l.min + i * l.step),
+        },
     }
 }
 
@@ -114,6 +144,29 @@ mod tests {
                 "{v}: reported {mid}, error {err}"
             );
         }
+    }
+
+    #[test]
+    fn lhist_slots_are_below_min_the_steps_and_from_the_last_step_up() {
+        let l = Linear {
+            min: 10,
+            max: 40,
+            step: 10,
+        };
+        assert_eq!(l.slots(), 5);
+        let r = |lo, hi| Range { lo, hi };
+        assert_eq!(lhist_slot(0, l), r(None, Some(10)));
+        assert_eq!(lhist_slot(1, l), r(Some(10), Some(20)));
+        assert_eq!(lhist_slot(3, l), r(Some(30), Some(40)));
+        assert_eq!(lhist_slot(4, l), r(Some(40), None));
+        // A range that is not a whole number of steps ends at the last whole step.
+        let odd = Linear {
+            min: 0,
+            max: 10,
+            step: 3,
+        };
+        assert_eq!(lhist_slot(3, odd), r(Some(6), Some(9)));
+        assert_eq!(lhist_slot(4, odd), r(Some(9), None));
     }
 
     #[test]

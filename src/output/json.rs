@@ -4,7 +4,7 @@
 use super::interval::IntervalStamp;
 use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
-use crate::check::program::EventSchema;
+use crate::check::program::{EventSchema, Linear};
 use crate::stacks::StackTable;
 use crate::syntax::ast::AggFunc;
 use serde_json::{Map, Value as Json, json};
@@ -34,12 +34,13 @@ fn key(name: &str, v: &Value) -> String {
     }
 }
 
-fn json_value(v: &Value) -> Json {
+pub(super) fn json_value(v: &Value) -> Json {
     match v {
         Value::Unsigned(n) | Value::Duration(n) => json!(n),
         Value::Signed(n) => json!(n),
         Value::Bool(b) => json!(b),
         Value::Ptr(p) => json!(format!("0x{p:x}")),
+        Value::Formatted(n, radix) => json!(radix.format(*n)),
         Value::Str(s) => json!(String::from_utf8_lossy(s)),
         Value::Stack(s) => super::stacks::stack_json(s),
     }
@@ -93,7 +94,7 @@ impl<W: Write> Writer for JsonWriter<W> {
 
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()> {
         let kind = match a.func {
-            AggFunc::Hist => "hist",
+            AggFunc::Hist | AggFunc::Lhist => "hist",
             AggFunc::Percentiles => "percentiles",
             _ => "count",
         };
@@ -115,7 +116,7 @@ impl<W: Write> Writer for JsonWriter<W> {
                             .enumerate()
                             .filter(|(_, c)| **c > 0)
                             .map(|(i, c)| {
-                                let (lo, hi) = bounds(i, a.duration);
+                                let (lo, hi) = bounds(i, a.duration, a.linear);
                                 let (lk, hk) = if a.duration {
                                     ("min_ns", "max_ns")
                                 } else {
@@ -186,12 +187,12 @@ fn percentile_row(keys: Map<String, Json>, p: &Pct, duration: bool) -> Json {
 }
 
 /// Inclusive bounds of a histogram slot; `null` where unbounded.
-fn bounds(i: usize, duration: bool) -> (Json, Json) {
-    let r = super::buckets::hist_slot(i, duration);
+fn bounds(i: usize, duration: bool, linear: Option<Linear>) -> (Json, Json) {
+    let r = super::buckets::slot(i, duration, linear);
     (
         r.lo.map_or(Json::Null, |lo| json!(lo)),
         match (r.lo, r.hi) {
-            (None, _) => json!(-1),
+            (None, hi) => json!(hi.unwrap_or(0) as i64 - 1),
             (_, Some(hi)) => json!(hi - 1),
             (_, None) => Json::Null,
         },

@@ -13,7 +13,7 @@ pub use json::JsonWriter;
 pub use stacks::stack_text;
 pub use text::TextWriter;
 
-use crate::check::program::{EventField, EventSchema, FieldKind, Program};
+use crate::check::program::{EventField, EventSchema, FieldKind, Linear, Program, Radix};
 use crate::stacks::{Stack, StackTable};
 use std::borrow::Cow;
 use std::io;
@@ -30,6 +30,8 @@ pub enum Value<'a> {
     Duration(u64),
     Str(Cow<'a, [u8]>),
     Ptr(u64),
+    /// `hex(x)`, `oct(x)`.
+    Formatted(u64, Radix),
     /// `kstack`, `ustack`: symbolized.
     Stack(Arc<Stack>),
 }
@@ -43,6 +45,7 @@ impl Value<'_> {
             Value::Bool(b) => Value::Bool(b),
             Value::Duration(n) => Value::Duration(n),
             Value::Ptr(p) => Value::Ptr(p),
+            Value::Formatted(n, r) => Value::Formatted(n, r),
             Value::Stack(s) => Value::Stack(s),
         }
     }
@@ -76,6 +79,8 @@ pub struct AggResult {
     pub title: String,
     pub func: crate::syntax::ast::AggFunc,
     pub duration: bool,
+    /// `lhist`'s buckets (else a `hist`'s powers of two).
+    pub linear: Option<Linear>,
     pub key_names: Vec<String>,
     pub rows: Vec<AggRow>,
     /// With `-i`: the interval these rows cover (else they cover the whole run).
@@ -92,7 +97,8 @@ pub struct AggRow {
 pub enum AggValue {
     /// count, sum, min, max, avg: the one number asked for (avg rounded down).
     Number(i64),
-    /// hist: slots as in fslat.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)).
+    /// hist: slots as in fslat.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)); lhist:
+    /// slots as `Linear` says.
     Hist(Vec<u64>),
     Percentiles(percentiles::Pct),
 }
@@ -206,6 +212,7 @@ pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value<'_> {
         FieldKind::Bool => Value::Bool(bytes[0] != 0),
         FieldKind::Duration => Value::Duration(unsigned()),
         FieldKind::Ptr => Value::Ptr(unsigned()),
+        FieldKind::Formatted(_, radix) => Value::Formatted(unsigned(), radix),
         // The raw id: `event_value` or `StackTable::stack` turn it into the stack.
         FieldKind::Stack(_) => Value::Unsigned(unsigned()),
         FieldKind::Str { .. } => {

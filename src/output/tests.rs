@@ -132,6 +132,7 @@ fn hist_result(duration: bool, rows: Vec<(&str, Vec<(usize, u64)>)>) -> AggResul
         title: "hist(latency) by comm".into(),
         func: crate::syntax::ast::AggFunc::Hist,
         duration,
+        linear: None,
         key_names: vec!["comm".into()],
         rows: rows
             .into_iter()
@@ -247,6 +248,7 @@ fn percentiles_print_count_quantiles_and_max_on_one_line() {
         title: "percentiles(latency) by comm".into(),
         func: crate::syntax::ast::AggFunc::Percentiles,
         duration: true,
+        linear: None,
         key_names: vec!["comm".into()],
         rows: vec![AggRow {
             keys: vec![Value::Str(b"bash".to_vec().into())],
@@ -267,4 +269,68 @@ fn percentiles_print_count_quantiles_and_max_on_one_line() {
     assert_eq!(v["rows"][0]["count"], 100);
     assert_eq!(v["rows"][0]["max_ns"], 81_234_567);
     assert_eq!(v["rows"][0]["p99.9_ns"], 80_740_352);
+}
+
+#[test]
+fn lhist_rows_print_their_linear_bounds_in_text_and_json() {
+    let l = crate::check::program::Linear {
+        min: 10,
+        max: 40,
+        step: 10,
+    };
+    let a = AggResult {
+        session: "vfs_write".into(),
+        name: "sizes".into(),
+        title: "lhist(count, 10, 40, 10)".into(),
+        func: crate::syntax::ast::AggFunc::Lhist,
+        duration: false,
+        linear: Some(l),
+        key_names: vec![],
+        rows: vec![AggRow {
+            keys: vec![],
+            value: AggValue::Hist(vec![1, 2, 0, 1, 3]),
+        }],
+        interval: None,
+    };
+    let mut out = Vec::new();
+    TextWriter::new(&mut out).aggregation(&a).expect("writes");
+    let text = String::from_utf8(out).expect("utf-8");
+    let labels: Vec<&str> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split("  ").find(|w| !w.is_empty()).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        labels,
+        ["(..., 10)", "[10, 20)", "[20, 30)", "[30, 40)", "[40, ...)"],
+        "{text}"
+    );
+    let mut out = Vec::new();
+    JsonWriter::new(&mut out).aggregation(&a).expect("writes");
+    let json: serde_json::Value = serde_json::from_slice(&out).expect("json");
+    assert_eq!(json["type"], "hist");
+    assert_eq!(json["function"], "lhist");
+    assert_eq!(
+        json["rows"][0]["buckets"],
+        serde_json::json!([
+            {"min": null, "max": 9, "count": 1},
+            {"min": 10, "max": 19, "count": 2},
+            {"min": 30, "max": 39, "count": 1},
+            {"min": 40, "max": null, "count": 3},
+        ])
+    );
+}
+
+#[test]
+fn hex_and_oct_values_are_c_style_in_text_and_strings_in_json() {
+    use crate::check::program::Radix;
+    for (v, text) in [
+        (Value::Formatted(0x88042, Radix::Hex), "0x88042"),
+        (Value::Formatted(0, Radix::Hex), "0x0"),
+        (Value::Formatted(0o644, Radix::Oct), "0644"),
+        (Value::Formatted(0, Radix::Oct), "0"),
+    ] {
+        assert_eq!(super::text::format_value(&v), text);
+        assert_eq!(super::json::json_value(&v), serde_json::json!(text));
+    }
 }

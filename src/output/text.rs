@@ -4,7 +4,7 @@
 use super::interval::IntervalStamp;
 use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggRow, AggValue, Summary, Value, Writer, event_value};
-use crate::check::program::EventSchema;
+use crate::check::program::{EventSchema, Linear};
 use crate::stacks::StackTable;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -52,6 +52,7 @@ pub fn write_value(out: &mut impl Write, v: &Value) -> io::Result<()> {
             out.write_all(b"us")
         }
         Value::Ptr(p) => write!(out, "0x{p:x}"),
+        Value::Formatted(n, radix) => out.write_all(radix.format(*n).as_bytes()),
         Value::Str(s) => write_string(out, s),
         Value::Stack(s) => super::stacks::write_stack(out, s),
     }
@@ -160,8 +161,9 @@ fn human_count(n: u64) -> String {
 }
 
 /// The bounds of histogram slot `i`, as `[lo, hi)` text: `[16us, 32us)`, `[512, 1K)`,
-/// `[0, 1us)`, `[0]` (integer zero), `(..., 0)`.
-pub fn slot_bounds(i: usize, duration: bool) -> String {
+/// `[0, 1us)`, `[0]` (integer zero), `(..., 0)`; an `lhist`'s (`linear`) likewise,
+/// `(..., MIN)` below its range and `[END, ...)` above.
+pub fn slot_bounds(i: usize, duration: bool, linear: Option<Linear>) -> String {
     let fmt = |v: u64| {
         if duration {
             exact_duration(v)
@@ -169,9 +171,9 @@ pub fn slot_bounds(i: usize, duration: bool) -> String {
             human_count(v)
         }
     };
-    let r = super::buckets::hist_slot(i, duration);
+    let r = super::buckets::slot(i, duration, linear);
     match (r.lo, r.hi) {
-        (None, _) => "(..., 0)".into(),
+        (None, hi) => format!("(..., {})", fmt(hi.unwrap_or(0))),
         (Some(0), Some(1)) => "[0]".into(),
         (Some(lo), hi) => format!("[{}, {})", fmt(lo), hi.map_or_else(|| "...".into(), fmt)),
     }
@@ -222,7 +224,7 @@ impl<W: Write> Writer for TextWriter<W> {
                 n.to_string()
             }
         };
-        let cols = HistColumns::of(&a.rows, a.duration);
+        let cols = HistColumns::of(&a.rows, a.duration, a.linear);
         for row in &a.rows {
             let keys: Vec<String> = a
                 .key_names
@@ -253,7 +255,7 @@ impl<W: Write> Writer for TextWriter<W> {
                     if !keys.is_empty() {
                         let _ = writeln!(text, "  {}", keys.join(" "));
                     }
-                    text.push_str(&hist_lines(slots, a.duration, &cols));
+                    text.push_str(&hist_lines(slots, a.duration, a.linear, &cols));
                 }
             }
         }
@@ -310,14 +312,14 @@ struct HistColumns {
 }
 
 impl HistColumns {
-    fn of(rows: &[AggRow], duration: bool) -> Self {
+    fn of(rows: &[AggRow], duration: bool, linear: Option<Linear>) -> Self {
         let mut cols = HistColumns { label: 0, count: 8 };
         for row in rows {
             if let AggValue::Hist(slots) = &row.value
                 && let Some(used) = used_slots(slots)
             {
                 for i in used {
-                    cols.label = cols.label.max(slot_bounds(i, duration).len());
+                    cols.label = cols.label.max(slot_bounds(i, duration, linear).len());
                     cols.count = cols.count.max(slots[i].to_string().len());
                 }
             }
@@ -327,7 +329,7 @@ impl HistColumns {
 }
 
 /// bpftrace-style bars between the first and last non-empty slot.
-fn hist_lines(slots: &[u64], duration: bool, cols: &HistColumns) -> String {
+fn hist_lines(slots: &[u64], duration: bool, linear: Option<Linear>, cols: &HistColumns) -> String {
     let mut out = String::new();
     let Some(used) = used_slots(slots) else {
         return "    (empty)\n".into();
@@ -339,7 +341,7 @@ fn hist_lines(slots: &[u64], duration: bool, cols: &HistColumns) -> String {
         let _ = writeln!(
             out,
             "    {:<lw$} {n:>cw$} |{:<52}|",
-            slot_bounds(i, duration),
+            slot_bounds(i, duration, linear),
             "@".repeat(if n == 0 { 0 } else { bar.max(1) }),
             lw = cols.label,
             cw = cols.count,

@@ -381,6 +381,7 @@ fn snapshot(
             title: a.title.clone(),
             func: a.func,
             duration: a.duration,
+            linear: a.linear,
             key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
             rows: snap.metric_points(a, stacks),
         })

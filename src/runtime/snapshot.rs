@@ -147,12 +147,12 @@ impl AggSnapshot {
                 }
                 None => {
                     let word = |i| super::u64_at(&v, i);
-                    match a.func {
-                        AggFunc::Hist => Raw::Hist {
-                            slots: (0..crate::output::buckets::HIST_SLOTS).map(word).collect(),
-                            sum: word(crate::output::buckets::HIST_SLOTS) as i64,
+                    match a.hist_slots() {
+                        Some(n) => Raw::Hist {
+                            slots: (0..n).map(word).collect(),
+                            sum: word(n) as i64,
                         },
-                        _ => Raw::Stat {
+                        None => Raw::Stat {
                             count: word(0),
                             sum: word(1) as i64,
                             min: word(2) as i64,
@@ -211,6 +211,7 @@ impl AggSnapshot {
             title: a.title.clone(),
             func: a.func,
             duration: a.duration,
+            linear: a.linear,
             key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
             rows,
             interval,

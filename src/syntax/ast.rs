@@ -45,6 +45,8 @@ pub struct EmitItem {
 pub enum AggFunc {
     Count,
     Hist,
+    /// Linear histogram: `lhist(expr, min, max, step)`.
+    Lhist,
     Sum,
     Min,
     Max,
@@ -57,6 +59,7 @@ impl AggFunc {
         match self {
             AggFunc::Count => "count",
             AggFunc::Hist => "hist",
+            AggFunc::Lhist => "lhist",
             AggFunc::Sum => "sum",
             AggFunc::Min => "min",
             AggFunc::Max => "max",
@@ -71,9 +74,16 @@ pub struct Aggregate {
     pub func: AggFunc,
     pub func_span: Span,
     pub arg: Option<Expr>,
+    /// Arguments after the first (`lhist`'s min, max and step).
+    pub more_args: Vec<Expr>,
     pub by: Vec<Expr>,
+    /// Each key's `as NAME`, if given (as many as `by`).
+    pub key_names: Vec<Option<Ident>>,
     /// `as NAME`, if given.
     pub name: Option<Ident>,
+    /// `name` is the one `as` after a plain last key (`by comm as reads`), which could
+    /// have been meant for the key.
+    pub name_after_key: bool,
     /// The action as written, without `as NAME`.
     pub span: Span,
 }
@@ -92,6 +102,10 @@ pub enum ExprKind {
     Str(Vec<u8>),
     Bool(bool),
     Name(String),
+    /// `$N`: the script's N-th command-line argument.
+    Positional(usize),
+    /// `$#`: how many command-line arguments the script has.
+    PositionalCount,
     Call {
         func: Ident,
         args: Vec<Expr>,

@@ -115,25 +115,28 @@ fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
     let func = match f.as_str() {
         "count" => AggFunc::Count,
         "hist" => AggFunc::Hist,
+        "lhist" => AggFunc::Lhist,
         "sum" => AggFunc::Sum,
         "min" => AggFunc::Min,
         "max" => AggFunc::Max,
         "percentiles" => AggFunc::Percentiles,
         _ => AggFunc::Avg,
     };
-    let mut arg = None;
+    let mut args = Vec::new();
     let mut by = Vec::new();
+    let mut key_names = Vec::new();
     let mut name = None;
+    let mut name_after_key = false;
     let mut end = whole.end;
     for p in inner {
         match p.as_rule() {
-            Rule::pred => arg = Some(expr(p, errors)),
+            Rule::pred => args.push(expr(p, errors)),
             Rule::by_clause => {
-                by = p
-                    .into_inner()
-                    .filter(|k| k.as_rule() == Rule::expr)
-                    .map(|k| expr(k, errors))
-                    .collect()
+                for k in p.into_inner().filter(|k| k.as_rule() == Rule::by_key) {
+                    let mut inner = k.into_inner();
+                    by.push(expr(inner.next().expect("a key has an expression"), errors));
+                    key_names.push(inner.find(|p| p.as_rule() == Rule::ident).map(ident));
+                }
             }
             Rule::agg_name => {
                 end = whole.start + text[..span(&p).start - whole.start].trim_end().len();
@@ -145,12 +148,32 @@ fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
             _ => {}
         }
     }
+    // `by comm as read_latency` names the aggregation (LANGUAGE.md): one `as` after a last
+    // key that is a plain name or field is the aggregation's name, not the key's.
+    if name.is_none()
+        && let (Some(last), Some(Some(_))) = (by.last(), key_names.last())
+        && matches!(last.kind, ExprKind::Name(_) | ExprKind::Member { .. })
+    {
+        let given = key_names.pop().flatten();
+        key_names.push(None);
+        if let Some(g) = &given {
+            let before = text[..g.span.start - whole.start].trim_end();
+            let before = before.strip_suffix("as").unwrap_or(before).trim_end();
+            end = whole.start + before.len();
+        }
+        name_after_key = given.is_some();
+        name = given;
+    }
+    let mut args = args.into_iter();
     Aggregate {
         func,
         func_span: span(&f),
-        arg,
+        arg: args.next(),
+        more_args: args.collect(),
         by,
+        key_names,
         name,
+        name_after_key,
         span: whole.start..end,
     }
 }
@@ -279,6 +302,16 @@ fn primary(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Expr {
             ExprKind::Str(unescape(body.as_str(), body.as_span().start(), errors))
         }
         Rule::ident => ExprKind::Name(text.to_string()),
+        Rule::positional => match &text[1..] {
+            "#" => ExprKind::PositionalCount,
+            n => match n.parse() {
+                Ok(n) => ExprKind::Positional(n),
+                Err(_) => {
+                    errors.push(Diagnostic::new(sp.clone(), DiagKind::IntegerTooLarge));
+                    ExprKind::Positional(0)
+                }
+            },
+        },
         Rule::call => {
             let mut inner = pair.into_inner();
             let func = ident(inner.next().expect("call has a name"));
@@ -291,7 +324,7 @@ fn primary(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Expr {
     Expr { kind, span: sp }
 }
 
-fn parse_int(text: &str) -> Option<u64> {
+pub(crate) fn parse_int(text: &str) -> Option<u64> {
     let clean: String = text.chars().filter(|&c| c != '_').collect();
     match clean
         .strip_prefix("0x")
@@ -302,7 +335,7 @@ fn parse_int(text: &str) -> Option<u64> {
     }
 }
 
-fn parse_duration(text: &str) -> Option<u64> {
+pub(crate) fn parse_duration(text: &str) -> Option<u64> {
     let split = text.find(|c: char| c.is_ascii_alphabetic())?;
     let (num, unit) = text.split_at(split);
     let n = parse_int(num)?;

@@ -8,6 +8,11 @@
                                         max is the largest emitted latency
     check.py text-interval-sum TOTAL MIN_BUSY
                                         the same for one `count()` in text output
+    check.py lhist-sum NAME BUCKETS MIN_BUSY
+                                        -i: the aggregation NAME's buckets, added over
+                                        the intervals, are exactly BUCKETS
+                                        (`LO:COUNT,...`, LO `below` for the bucket under
+                                        the range), at least MIN_BUSY intervals saw calls
     check.py percentiles TOTAL PCT      percentiles(latency) against the nearest-rank
                                         values of the emitted latencies: count equal,
                                         p50..p99.9 within PCT percent, max exact
@@ -43,6 +48,28 @@ def nearest_rank(sorted_values, q):
 
 def latencies(recs):
     return sorted(r["fields"]["latency_ns"] for r in recs if r["type"] == "event")
+
+
+def lhist_sum(name, buckets, min_busy):
+    want = {}
+    for part in buckets.split(","):
+        lo, n = part.split(":")
+        want[None if lo == "below" else int(lo)] = int(n)
+    got, busy = {}, set()
+    for r in records():
+        if r["type"] != "hist" or r["name"] != name:
+            continue
+        if r.get("interval") is None:
+            fail(f"a histogram without its interval: {r}")
+        for row in r["rows"]:
+            for b in row["buckets"]:
+                got[b["min"]] = got.get(b["min"], 0) + b["count"]
+                busy.add(r["interval"])
+    print(f"buckets over the intervals: {got}; busy intervals: {sorted(busy)}")
+    if got != want:
+        fail(f"expected {want}")
+    if len(busy) < min_busy:
+        fail(f"only {len(busy)} intervals saw calls, expected at least {min_busy}")
 
 
 def intervals(total, min_busy):
@@ -119,7 +146,11 @@ def percentiles(total, pct):
 
 
 def main():
-    what, args = sys.argv[1], [float(a) for a in sys.argv[2:]]
+    what = sys.argv[1]
+    if what == "lhist-sum":
+        lhist_sum(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return
+    args = [float(a) for a in sys.argv[2:]]
     if what == "intervals":
         intervals(int(args[0]), int(args[1]))
     elif what == "text-interval-sum":

@@ -249,6 +249,19 @@ def reads_and_writes(reads, writes):
     os.close(fd)
 
 
+def writes(items):
+    """One write(2) per item to a new empty file (O_TMPFILE), appending: an item that is
+    a number N writes N bytes of `x`, `pause:MS` writes nothing and waits MS, anything
+    else writes its own bytes."""
+    fd = os.open("/tmp", os.O_TMPFILE | os.O_RDWR, 0o600)
+    for item in items:
+        if item.startswith("pause:"):
+            time.sleep(int(item[len("pause:"):]) / 1000)
+        else:
+            os.write(fd, b"x" * int(item) if item.isdigit() else item.encode())
+    os.close(fd)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--go", help="start once this file exists")
@@ -291,6 +304,8 @@ def main():
     s.add_argument("delays")
     s = sub.add_parser("sizes", help="preads of known sizes: SIZE:N,... (N preads of SIZE)")
     s.add_argument("spec")
+    s = sub.add_parser("writes", help="one write per item to an empty file: N bytes, or the text")
+    s.add_argument("items", nargs="+")
     s = sub.add_parser("sleep", help="just wait, reading nothing")
     s.add_argument("seconds", type=float)
     a = p.parse_args()
@@ -353,6 +368,8 @@ def main():
                 slow_pipe_read(int(ms))
     elif a.what == "sizes":
         sized_reads(a.spec)
+    elif a.what == "writes":
+        writes(a.items)
     elif a.what == "sleep":
         time.sleep(a.seconds)
 

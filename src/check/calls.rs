@@ -1,0 +1,238 @@
+//! The functions a script may call besides `path()`: formatting (`hex`, `oct`), byte order
+//! (`ntohs`, `ntohl`), `str(ptr, len)`, and `entry(EXPR)`, a value saved at entry.
+
+use super::program::*;
+use super::{Checked, Checker, Reported, STRING_CAP, Scope};
+use crate::btf::KType;
+use crate::diag::{DiagKind, Diagnostic};
+use crate::syntax::ast::{self, Span};
+
+/// Most `entry()` values one session saves (each is 8 bytes per call in flight).
+pub const MAX_ENTRY_VALUES: usize = 8;
+
+/// Every function a script can call, for messages and completion.
+pub const CALLS: &[&str] = &["path", "str", "hex", "oct", "ntohs", "ntohl", "entry"];
+
+impl Checker<'_> {
+    /// `func(args)` if `func` is one of this file's functions.
+    pub(super) fn library_call(
+        &mut self,
+        scope: &Scope,
+        func: &ast::Ident,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> Option<Checked<Expr>> {
+        let name = func.name.as_str();
+        let arity = match name {
+            "hex" | "oct" | "ntohs" | "ntohl" | "entry" => 1..=1,
+            "str" => 1..=2,
+            _ => return None,
+        };
+        if !arity.contains(&args.len()) {
+            let mut d = Diagnostic::new(
+                span,
+                DiagKind::WrongArgCount {
+                    func: name.into(),
+                    expected: *arity.end(),
+                    found: args.len(),
+                },
+            );
+            if name == "str" {
+                d = d.hint("`str(PTR)` reads up to 63 bytes; `str(PTR, LEN)` at most LEN");
+            }
+            return Some(Err(self.error_with(d)));
+        }
+        Some(match name {
+            "hex" => self.formatted(scope, &args[0], Radix::Hex),
+            "oct" => self.formatted(scope, &args[0], Radix::Oct),
+            "ntohs" => self.swap(scope, &args[0], 16),
+            "ntohl" => self.swap(scope, &args[0], 32),
+            "str" => self.read_str(scope, &args[0], args.get(1)),
+            _ => self.entry(scope, &args[0]),
+        })
+    }
+
+    fn integer_arg(&mut self, scope: &Scope, func: &str, e: &ast::Expr) -> Checked<(Expr, Scalar)> {
+        let v = self.expr(scope, e)?;
+        match v.ty {
+            Ty::Int(s) => Ok((v, s)),
+            ref t => Err(self.error(
+                e.span.clone(),
+                DiagKind::BadArgType {
+                    func: func.into(),
+                    expected: "an integer",
+                    found: t.describe(),
+                },
+            )),
+        }
+    }
+
+    /// `hex(x)`, `oct(x)`: the same value, typed so the writers show it in that base.
+    fn formatted(&mut self, scope: &Scope, e: &ast::Expr, radix: Radix) -> Checked<Expr> {
+        let (v, scalar) = self.integer_arg(scope, radix.name(), e)?;
+        Ok(Expr {
+            ty: Ty::Formatted { scalar, radix },
+            kind: v.kind,
+        })
+    }
+
+    /// `hex(x)` or `oct(x)` used as a value.
+    pub(super) fn formatted_operand(&mut self, radix: Radix, span: Span) -> Reported {
+        let d = Diagnostic::new(span, DiagKind::FormattedOperand { func: radix.name() })
+            .hint(format!(
+                "use the value itself (`x == 0x10` whatever the base), and `{}(x)` in `emit` or `by`",
+                radix.name()
+            ));
+        self.error_with(d)
+    }
+
+    /// `ntohs(x)`, `ntohl(x)`: the low 16 or 32 bits of x, bytes swapped (BPF runs
+    /// little-endian on the machines fslat supports).
+    fn swap(&mut self, scope: &Scope, e: &ast::Expr, bits: u8) -> Checked<Expr> {
+        let func = if bits == 16 { "ntohs" } else { "ntohl" };
+        let (v, _) = self.integer_arg(scope, func, e)?;
+        Ok(Expr {
+            ty: Ty::Int(Scalar {
+                size: bits / 8,
+                signed: false,
+            }),
+            kind: ExprKind::Swap {
+                bits,
+                expr: Box::new(v),
+            },
+        })
+    }
+
+    /// `str(ptr[, len])`: a string read from the address `ptr` (a `char *`, any pointer
+    /// or a 64-bit integer), at most `len` bytes.
+    fn read_str(
+        &mut self,
+        scope: &Scope,
+        ptr: &ast::Expr,
+        len: Option<&ast::Expr>,
+    ) -> Checked<Expr> {
+        let p = self.expr(scope, ptr)?;
+        let user = self.is_user_pointer(scope, &p);
+        let address = match p.kind {
+            // A `char *` parameter or return value, which fslat reads as a string.
+            ExprKind::Deref(inner) => *inner,
+            // A `char *` member read as a string: the pointer itself.
+            ExprKind::Read {
+                base,
+                root,
+                path,
+                string: Some(StringSource::Pointer),
+            } => Expr {
+                ty: Ty::Int(Scalar {
+                    size: 8,
+                    signed: false,
+                }),
+                kind: ExprKind::Read {
+                    base,
+                    root,
+                    path,
+                    string: None,
+                },
+            },
+            kind if matches!(
+                p.ty,
+                Ty::Ptr { .. }
+                    | Ty::Int(Scalar {
+                        size: 8,
+                        signed: false
+                    })
+            ) =>
+            {
+                Expr { ty: p.ty, kind }
+            }
+            _ => {
+                return Err(self.error(
+                    ptr.span.clone(),
+                    DiagKind::BadArgType {
+                        func: "str".into(),
+                        expected: "a pointer (`char *`, any pointer, or a u64 address)",
+                        found: p.ty.describe(),
+                    },
+                ));
+            }
+        };
+        let len = match len {
+            None => None,
+            Some(l) => Some(Box::new(self.integer_arg(scope, "str", l)?.0)),
+        };
+        Ok(Expr {
+            ty: Ty::Str { cap: STRING_CAP },
+            kind: ExprKind::ReadStr {
+                ptr: Box::new(address),
+                len,
+                user,
+            },
+        })
+    }
+
+    /// Whether BTF marks the parameter `p` reads as a `__user` pointer.
+    fn is_user_pointer(&self, scope: &Scope, p: &Expr) -> bool {
+        let param = match &p.kind {
+            ExprKind::Param(i) => *i,
+            ExprKind::Deref(inner) => match inner.kind {
+                ExprKind::Param(i) => i,
+                _ => return false,
+            },
+            _ => return false,
+        };
+        scope.per_func.iter().zip(scope.funcs).all(|(params, f)| {
+            let name = &scope.params[param].name;
+            params
+                .iter()
+                .position(|q| &q.name == name)
+                .is_some_and(|j| {
+                    matches!(
+                        self.kernel.resolve(f.params[j].ty),
+                        KType::Ptr { user: true, .. }
+                    )
+                })
+        })
+    }
+
+    /// `entry(EXPR)`: EXPR evaluated at entry and saved with the call, read at return.
+    fn entry(&mut self, scope: &Scope, e: &ast::Expr) -> Checked<Expr> {
+        let v = self.expr(scope, e)?;
+        if v.at_return() {
+            let d = Diagnostic::new(e.span.clone(), DiagKind::EntryOfReturnValue)
+                .hint("`ret`, `latency`, `kstack`, `ustack` and `entry()` itself are known only at return");
+            return Err(self.error_with(d));
+        }
+        if !matches!(
+            v.ty,
+            Ty::Int(_) | Ty::Bool | Ty::Duration | Ty::Ptr { .. } | Ty::Formatted { .. }
+        ) {
+            return Err(self.error(
+                e.span.clone(),
+                DiagKind::BadArgType {
+                    func: "entry".into(),
+                    expected: "an integer, boolean, duration or pointer",
+                    found: v.ty.describe(),
+                },
+            ));
+        }
+        let index = match self.entry_values.iter().position(|saved| *saved == v) {
+            Some(i) => i,
+            None if self.entry_values.len() >= MAX_ENTRY_VALUES => {
+                return Err(self.error(
+                    e.span.clone(),
+                    DiagKind::TooManyEntryValues {
+                        max: MAX_ENTRY_VALUES,
+                    },
+                ));
+            }
+            None => {
+                self.entry_values.push(v.clone());
+                self.entry_values.len() - 1
+            }
+        };
+        Ok(Expr {
+            ty: v.ty,
+            kind: ExprKind::Entry(index),
+        })
+    }
+}
