@@ -1,5 +1,5 @@
 //! Member reads (`f->f_path.dentry`) checked against the kernel's structs, and the struct
-//! declarations codegen writes for CO-RE: only the members a script reads.
+//! declarations codegen writes from them for CO-RE: only the members a script reads.
 
 use super::program::*;
 use super::{Checked, Checker, Scope};
@@ -32,7 +32,7 @@ impl Checker<'_> {
                 _ => (
                     *pointee,
                     b.clone(),
-                    self.struct_c_name(*pointee),
+                    self.struct_name(*pointee),
                     vec![Vec::new()],
                 ),
             },
@@ -147,13 +147,13 @@ impl Checker<'_> {
 
     /// Records that a script reads member `name` of struct `ty`, so codegen declares it.
     fn declare_member(&mut self, ty: TypeId, name: &str, member_ty: TypeId) {
-        let c_name = self.struct_c_name(ty);
-        let (decl, needs) = self.member_decl(member_ty);
-        let entry = self.structs.entry(c_name.clone()).or_insert_with(|| {
+        let struct_name = self.struct_name(ty);
+        let (member, needs) = self.member_type(member_ty);
+        let entry = self.structs.entry(struct_name.clone()).or_insert_with(|| {
             (
                 StructDecl {
                     ty,
-                    c_name: c_name.clone(),
+                    name: struct_name.clone(),
                     members: Vec::new(),
                 },
                 Vec::new(),
@@ -162,45 +162,41 @@ impl Checker<'_> {
         if !entry.0.members.iter().any(|m| m.name == name) {
             entry.0.members.push(MemberDecl {
                 name: name.to_string(),
-                decl,
+                ty: member,
             });
             entry.1.extend(needs);
         }
-        if !self.struct_order.contains(&c_name) {
-            self.struct_order.push(c_name);
+        if !self.struct_order.contains(&struct_name) {
+            self.struct_order.push(struct_name);
         }
     }
 
-    fn struct_c_name(&self, ty: TypeId) -> String {
+    fn struct_name(&self, ty: TypeId) -> StructName {
         match self.kernel.resolve(ty) {
-            KType::Struct { name, union, .. } => {
-                let kw = if union { "union" } else { "struct" };
-                if name.is_empty() {
-                    format!("{kw} fslat_anon_{ty}")
-                } else {
-                    format!("{kw} {name}")
-                }
+            KType::Struct { name, union, .. } if name.is_empty() => {
+                StructName::Anonymous { union, ty }
             }
-            _ => format!("struct fslat_anon_{ty}"),
+            KType::Struct { name, union, .. } => StructName::Named { union, name },
+            _ => StructName::Anonymous { union: false, ty },
         }
     }
 
-    /// The member's C declaration, and the structs it embeds by value.
-    fn member_decl(&mut self, ty: TypeId) -> (String, Vec<String>) {
+    /// What the member holds, and the structs it embeds by value.
+    fn member_type(&mut self, ty: TypeId) -> (MemberType, Vec<StructName>) {
         match self.kernel.resolve(ty) {
             KType::Int { size, signed, .. } | KType::Enum { size, signed } => {
-                (format!("{} {{}}", c_int(size, signed)), Vec::new())
+                (MemberType::Int { size, signed }, Vec::new())
             }
             KType::Ptr { pointee, .. } => {
                 let target = match self.kernel.resolve(pointee) {
-                    KType::Struct { .. } => self.struct_c_name(pointee),
-                    _ if self.is_char(pointee) => "char".into(),
-                    _ => "void".into(),
+                    KType::Struct { .. } => Pointee::Struct(self.struct_name(pointee)),
+                    _ if self.is_char(pointee) => Pointee::Char,
+                    _ => Pointee::Void,
                 };
-                (format!("{target} *{{}}"), Vec::new())
+                (MemberType::Ptr(target), Vec::new())
             }
             KType::Struct { .. } => {
-                let name = self.struct_c_name(ty);
+                let name = self.struct_name(ty);
                 // An embedded struct must be complete; declare it even if empty.
                 if !self.structs.contains_key(&name) {
                     self.structs.insert(
@@ -208,7 +204,7 @@ impl Checker<'_> {
                         (
                             StructDecl {
                                 ty,
-                                c_name: name.clone(),
+                                name: name.clone(),
                                 members: Vec::new(),
                             },
                             Vec::new(),
@@ -216,28 +212,31 @@ impl Checker<'_> {
                     );
                     self.struct_order.push(name.clone());
                 }
-                (format!("{name} {{}}"), vec![name])
+                (MemberType::Struct(name.clone()), vec![name])
             }
-            KType::Array { elem, len } => {
-                let e = if self.is_char(elem) { "char" } else { "__u8" };
-                (format!("{e} {{}}[{len}]"), Vec::new())
-            }
-            _ => ("__u64 {}".into(), Vec::new()),
+            KType::Array { elem, len } => (
+                MemberType::Array {
+                    chars: self.is_char(elem),
+                    len,
+                },
+                Vec::new(),
+            ),
+            _ => (MemberType::Other, Vec::new()),
         }
     }
 
     /// Struct declarations, each after the ones it embeds.
     pub(super) fn ordered_structs(&self) -> Vec<StructDecl> {
         fn visit(
-            name: &str,
-            all: &BTreeMap<String, (StructDecl, Vec<String>)>,
-            done: &mut Vec<String>,
+            name: &StructName,
+            all: &BTreeMap<StructName, (StructDecl, Vec<StructName>)>,
+            done: &mut Vec<StructName>,
             out: &mut Vec<StructDecl>,
         ) {
             if done.iter().any(|d| d == name) {
                 return;
             }
-            done.push(name.to_string());
+            done.push(name.clone());
             if let Some((decl, needs)) = all.get(name) {
                 for n in needs {
                     visit(n, all, done, out);
@@ -251,18 +250,5 @@ impl Checker<'_> {
             visit(name, &self.structs, &mut done, &mut out);
         }
         out
-    }
-}
-
-pub fn c_int(size: u32, signed: bool) -> &'static str {
-    match (size, signed) {
-        (1, false) => "__u8",
-        (1, true) => "__s8",
-        (2, false) => "__u16",
-        (2, true) => "__s16",
-        (4, false) => "__u32",
-        (4, true) => "__s32",
-        (_, false) => "__u64",
-        (_, true) => "__s64",
     }
 }

@@ -21,14 +21,12 @@ pub mod program;
 
 pub use calls::CALLS;
 pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};
-pub use members::c_int;
 pub use names::builtin_names;
 pub use operators::duration_literal;
 
 use crate::btf::KernelTypes;
 use crate::diag::{DiagKind, Diagnostic};
 use crate::syntax::ast::{self, Span};
-use phases::{push_not, split_phases};
 use program::*;
 use std::collections::{BTreeMap, HashMap};
 
@@ -106,9 +104,9 @@ struct Checker<'k> {
     kernel: &'k dyn KernelTypes,
     source: &'k str,
     diags: Vec<Diagnostic>,
-    /// Struct declarations by C name, with the type ids they embed.
-    structs: BTreeMap<String, (StructDecl, Vec<String>)>,
-    struct_order: Vec<String>,
+    /// Struct declarations by name, with the structs they embed.
+    structs: BTreeMap<StructName, (StructDecl, Vec<StructName>)>,
+    struct_order: Vec<StructName>,
     next_agg: usize,
     uses_path: bool,
     agg_names: agg_names::Names,
@@ -194,7 +192,7 @@ impl<'k> Checker<'k> {
 
         let (entry_filter, return_filter) = match &s.predicate {
             Some(p) => match self.condition(&scope, p) {
-                Ok(e) => split_phases(push_not(e, false)),
+                Ok(e) => phases::split(e),
                 Err(Reported) => (None, None),
             },
             None => (None, None),

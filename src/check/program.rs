@@ -208,8 +208,8 @@ pub enum ExprKind {
     /// members within a group by `.`). The last member's type is `ty`.
     Read {
         base: Box<Expr>,
-        /// The C struct `base` points to (`struct file`).
-        root: String,
+        /// The struct `base` points to (`struct file`).
+        root: StructName,
         path: Vec<Vec<String>>,
         /// How the last member is read when `ty` is a string.
         string: Option<StringSource>,
@@ -438,16 +438,53 @@ pub struct AggKey {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StructDecl {
     pub ty: TypeId,
-    /// `struct file`, `union foo`, or a made-up name for an anonymous type.
-    pub c_name: String,
+    pub name: StructName,
     pub members: Vec<MemberDecl>,
+}
+
+/// A kernel struct or union by the name codegen declares it under.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum StructName {
+    /// `struct file`, `union foo`.
+    Named { union: bool, name: String },
+    /// A struct or union without a name (or a type that is neither, named in an error
+    /// path): named after its BTF type id.
+    Anonymous { union: bool, ty: TypeId },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemberDecl {
     pub name: String,
-    /// A C declaration with `{}` where the member name goes: `__u32 {}`, `char {}[16]`.
-    pub decl: String,
+    pub ty: MemberType,
+}
+
+/// What a declared member holds, as far as CO-RE needs to know to relocate a read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum MemberType {
+    /// An integer or an enum, of its BTF size.
+    Int {
+        size: u32,
+        signed: bool,
+    },
+    Ptr(Pointee),
+    /// A struct or union embedded by value.
+    Struct(StructName),
+    /// An array of characters (a string) or of anything else (opaque bytes).
+    Array {
+        chars: bool,
+        len: u32,
+    },
+    /// Any other type: declared as an opaque 8 bytes.
+    Other,
+}
+
+/// What a member pointer points to: a struct fslat reads through, a string, or anything
+/// else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Pointee {
+    Struct(StructName),
+    Char,
+    Void,
 }
 
 /// Lays out fields after a leading `u32`, C style. Returns (offsets, total size).

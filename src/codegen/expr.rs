@@ -4,7 +4,7 @@
 //! loads, string buffers) as lines that go before the code that uses them; each is
 //! emitted once per phase.
 
-use crate::check::c_int;
+use super::ctypes::{c_int, struct_name};
 use crate::check::program::*;
 use crate::syntax::ast::{AggFunc, BinOp, UnOp};
 use std::collections::HashSet;
@@ -337,9 +337,9 @@ impl<'p> Phase<'p> {
     }
 
     /// `base` as a typed pointer for CO-RE reads.
-    fn pointer(&mut self, base: &Expr, c_struct: &str) -> String {
+    fn pointer(&mut self, base: &Expr, root: &StructName) -> String {
         let p = self.expr(base);
-        format!("(({c_struct} *){p})")
+        format!("(({} *){p})", struct_name(root))
     }
 
     /// A statement that stores `e` into the lvalue `dst` of kind `kind`.

@@ -2,11 +2,12 @@
 //! (fsession, or the fentry/fexit fallback); this module renders expressions and fills
 //! the templates' data.
 
+mod ctypes;
 mod expr;
 
-use crate::check::c_int;
 use crate::check::program::*;
 use crate::syntax::ast::AggFunc;
+use ctypes::c_int;
 use expr::Phase;
 use handlebars::Handlebars;
 use serde::Serialize;
@@ -258,12 +259,8 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             .structs
             .iter()
             .map(|s| StructData {
-                c_name: s.c_name.clone(),
-                members: s
-                    .members
-                    .iter()
-                    .map(|m| m.decl.replace("{}", &m.name))
-                    .collect(),
+                c_name: ctypes::struct_name(&s.name),
+                members: s.members.iter().map(ctypes::member_decl).collect(),
             })
             .collect(),
         events: program
