@@ -3,17 +3,18 @@
 use super::program::*;
 use crate::syntax::ast::{BinOp, UnOp};
 
-/// Splits a predicate into what can be decided at entry and what must wait for return.
+/// Splits a typed `where` condition into what entry decides and what must wait for
+/// return: `(entry, return)`, either `None` when it filters nothing.
 ///
-/// Top-level `and` terms that use neither `latency` nor `ret` are decided at entry only.
-/// A term that mixes phases (`tgid == 1 or latency > 1ms`) is evaluated whole at return,
-/// and its entry-only part also filters at entry where that is sound (`tgid == 1 or
-/// comm == "x"` inside a term with `latency` still lets entry drop calls that match
-/// neither).
-pub(super) fn split_phases(pred: Expr) -> (Option<Expr>, Option<Expr>) {
+/// `not` is first pushed down to the comparisons. Top-level `and` terms that use
+/// neither `latency` nor `ret` are decided at entry only. A term that mixes phases
+/// (`tgid == 1 or latency > 1ms`) is evaluated whole at return, and its entry-only part
+/// also filters at entry where that is sound (`tgid == 1 or comm == "x"` inside a term
+/// with `latency` still lets entry drop calls that match neither).
+pub(super) fn split(condition: Expr) -> (Option<Expr>, Option<Expr>) {
     let mut entry = Vec::new();
     let mut ret = Vec::new();
-    for term in conjuncts(pred) {
+    for term in conjuncts(push_not(condition, false)) {
         if term.at_return() {
             if let Some(approx) = entry_approximation(&term) {
                 entry.push(approx);
@@ -29,7 +30,7 @@ pub(super) fn split_phases(pred: Expr) -> (Option<Expr>, Option<Expr>) {
 /// The condition `e` (negated when `negate`) with every `not` pushed down to the
 /// comparisons (De Morgan), so `not (tgid == 1 or latency > 1ms)` becomes
 /// `tgid != 1 and not (latency > 1ms)`... with its entry part decidable at entry.
-pub(super) fn push_not(e: Expr, negate: bool) -> Expr {
+fn push_not(e: Expr, negate: bool) -> Expr {
     let bool_node = |op, lhs: Expr, rhs: Expr, signed| Expr {
         ty: Ty::Bool,
         kind: ExprKind::Binary {
@@ -149,5 +150,113 @@ fn entry_approximation(e: &Expr) -> Option<Expr> {
         },
         BinOp::Or => Some(join(BinOp::Or, l?, r?)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::Fixture;
+
+    /// `condition` as the checker types it in a session of `vfs_read`; emitted as a value,
+    /// so the checker hands it over whole rather than split.
+    fn typed(condition: &str) -> Expr {
+        let script = format!("session vfs_read {{ emit ({condition}) as c }}");
+        let ast = crate::syntax::parse(&script).expect("parses");
+        let mut program = crate::check::check(&ast, &script, &Fixture::new()).expect("checks");
+        let event = program.sessions.remove(0).event.expect("emits");
+        event.fields.into_iter().next().expect("one field").expr
+    }
+
+    /// A predicate in the script's own notation, every operation parenthesised.
+    fn show(e: &Expr) -> String {
+        match &e.kind {
+            ExprKind::Int(v) if e.ty == Ty::Duration => crate::check::duration_literal(*v),
+            ExprKind::Int(v) => v.to_string(),
+            ExprKind::Bool(b) => b.to_string(),
+            ExprKind::Str(s) => format!("{:?}", String::from_utf8_lossy(s)),
+            ExprKind::Builtin(b) => format!("{b:?}").to_lowercase(),
+            ExprKind::Param(i) => format!("arg{i}"),
+            ExprKind::Ret => "ret".into(),
+            ExprKind::Unary {
+                op: UnOp::Not,
+                expr,
+            } => format!("(not {})", show(expr)),
+            ExprKind::Unary { op, expr } => format!("{op:?}({})", show(expr)),
+            ExprKind::Binary { op, lhs, rhs, .. } => {
+                format!("({} {} {})", show(lhs), op.symbol(), show(rhs))
+            }
+            other => format!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn entry_decides_what_needs_neither_latency_nor_ret_and_return_the_rest() {
+        // (condition, entry predicate, return predicate)
+        let cases = [
+            ("true", None, None),
+            ("tgid == 1", Some("(tgid == 1)"), None),
+            ("latency > 1ms", None, Some("(latency > 1ms)")),
+            (
+                "tgid == 1 and latency > 1ms",
+                Some("(tgid == 1)"),
+                Some("(latency > 1ms)"),
+            ),
+            (
+                "tgid == 1 and comm == \"x\" and ret < 0",
+                Some("((tgid == 1) and (comm == \"x\"))"),
+                Some("(ret < 0)"),
+            ),
+            ("true and tgid == 1", Some("(tgid == 1)"), None),
+            // A mixed term: entry cannot rule out a call that might match at return.
+            (
+                "tgid == 1 or latency > 1ms",
+                None,
+                Some("((tgid == 1) or (latency > 1ms))"),
+            ),
+            // ... unless every alternative has an entry part.
+            (
+                "(tgid == 1 and latency > 1ms) or comm == \"x\"",
+                Some("((tgid == 1) or (comm == \"x\"))"),
+                Some("(((tgid == 1) and (latency > 1ms)) or (comm == \"x\"))"),
+            ),
+            (
+                "(tgid == 1 and latency > 1ms) or (pid == 2 and ret > 0)",
+                Some("((tgid == 1) or (pid == 2))"),
+                Some("(((tgid == 1) and (latency > 1ms)) or ((pid == 2) and (ret > 0)))"),
+            ),
+            // `not` is pushed down to the comparisons first (De Morgan).
+            (
+                "not (tgid == 1 or latency > 1ms)",
+                Some("(tgid != 1)"),
+                Some("(latency <= 1ms)"),
+            ),
+            (
+                "not (tgid == 1 and comm == \"x\")",
+                Some("((tgid != 1) or (comm != \"x\"))"),
+                None,
+            ),
+            ("not not (tgid < 5)", Some("(tgid < 5)"), None),
+            (
+                "not (ret >= 0 or tgid > 7)",
+                Some("(tgid <= 7)"),
+                Some("(ret < 0)"),
+            ),
+            ("not count", Some("(not arg2)"), None),
+        ];
+        for (condition, entry, ret) in cases {
+            let (e, r) = split(typed(condition));
+            assert_eq!(
+                e.as_ref().map(show).as_deref(),
+                entry,
+                "entry of {condition}"
+            );
+            assert_eq!(
+                r.as_ref().map(show).as_deref(),
+                ret,
+                "return of {condition}"
+            );
+            assert!(!e.is_some_and(|e| e.at_return()), "{condition}");
+        }
     }
 }

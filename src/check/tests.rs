@@ -12,42 +12,6 @@ fn event_names(s: &Session) -> Vec<&str> {
     event.fields.iter().map(|f| f.name.as_str()).collect()
 }
 
-fn uses_return(e: &Option<Expr>) -> Option<bool> {
-    e.as_ref().map(Expr::at_return)
-}
-
-#[test]
-fn where_is_split_into_entry_and_return_phases() {
-    // (script, entry filter present, return filter present)
-    let cases = [
-        ("session vfs_read", false, false),
-        ("session vfs_read where tgid == 1", true, false),
-        ("session vfs_read where latency > 1ms", false, true),
-        (
-            "session vfs_read where tgid == 1 and latency > 1ms",
-            true,
-            true,
-        ),
-        (
-            "session vfs_read where tgid == 1 or latency > 1ms",
-            false,
-            true,
-        ),
-        (
-            "session vfs_read where (tgid == 1 and latency > 1ms) or comm == \"x\"",
-            true,
-            true,
-        ),
-        ("session vfs_read where true", false, false),
-    ];
-    for (script, entry, ret) in cases {
-        let s = session(script);
-        assert_eq!(s.entry_filter.is_some(), entry, "entry filter of {script}");
-        assert_eq!(s.return_filter.is_some(), ret, "return filter of {script}");
-        assert_ne!(uses_return(&s.entry_filter), Some(true), "{script}");
-    }
-}
-
 #[test]
 fn default_emit_has_comm_tgid_pid_scalar_params_ret_latency() {
     let s = session("session vfs_read");
@@ -79,63 +43,6 @@ fn several_sessions_on_one_function_get_numbered_labels() {
     let p = super::check(&ast, script, &Fixture::new()).expect("checks");
     let labels: Vec<&str> = p.sessions.iter().map(|s| s.label.as_str()).collect();
     assert_eq!(labels, ["vfs_read#1", "vfs_write", "vfs_read#2"]);
-}
-
-/// A predicate in the script's own notation, for comparing phase splits.
-fn show(e: &Expr) -> String {
-    match &e.kind {
-        ExprKind::Int(v) => v.to_string(),
-        ExprKind::Bool(b) => b.to_string(),
-        ExprKind::Str(s) => format!("{:?}", String::from_utf8_lossy(s)),
-        ExprKind::Builtin(b) => format!("{b:?}").to_lowercase(),
-        ExprKind::Param(i) => format!("arg{i}"),
-        ExprKind::Ret => "ret".into(),
-        ExprKind::Unary { op, expr } => format!("{op:?}({})", show(expr)),
-        ExprKind::Binary { op, lhs, rhs, .. } => {
-            format!("({} {} {})", show(lhs), op.symbol(), show(rhs))
-        }
-        other => format!("{other:?}"),
-    }
-}
-
-#[test]
-fn not_is_pushed_inward_so_entry_decides_what_it_can() {
-    // (script, entry predicate, return predicate)
-    let cases = [
-        (
-            "session vfs_read where not (tgid == 1 or latency > 1ms)",
-            Some("(tgid != 1)"),
-            Some("(latency <= 1000000)"),
-        ),
-        (
-            "session vfs_read where not (tgid == 1 and comm == \"x\")",
-            Some("((tgid != 1) or (comm != \"x\"))"),
-            None,
-        ),
-        (
-            "session vfs_read where not not (tgid < 5)",
-            Some("(tgid < 5)"),
-            None,
-        ),
-        (
-            "session vfs_read where not (ret >= 0 or tgid > 7)",
-            Some("(tgid <= 7)"),
-            Some("(ret < 0)"),
-        ),
-    ];
-    for (script, entry, ret) in cases {
-        let s = session(script);
-        assert_eq!(
-            s.entry_filter.as_ref().map(show).as_deref(),
-            entry,
-            "entry of {script}"
-        );
-        assert_eq!(
-            s.return_filter.as_ref().map(show).as_deref(),
-            ret,
-            "return of {script}"
-        );
-    }
 }
 
 #[test]
