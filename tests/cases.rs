@@ -1,11 +1,18 @@
 //! Data-driven compiler tests over `tests/cases/*.fsl` and `examples/*.fsl`, against the
-//! fixture kernel (`fslat::btf::Fixture`, which has fsession).
+//! fixture kernel (`fslat::btf::Fixture`, which has fsession). Each script is its own test,
+//! named after its file (`cases::unknown_name`, `examples::slow_reads`,
+//! `linux_5_10::cases::aggregations`): a failing case names itself, and
+//! `cargo test --test cases unknown_name` runs one alone. libtest-mimic makes the tests at
+//! run time from the files, with libtest's filtering, listing and output (the standard
+//! harness for tests generated from data; a new file needs no code).
 //!
 //! - A script with a sibling `.err` file must fail; the file holds the rendered
 //!   diagnostics, exactly.
 //! - Any other script must compile in both modes, build with the real clang, and open with
-//!   libbpf; a sibling `.expect` file holds what the object and schema must be (programs
-//!   with their sections, maps, event fields with offsets, the phase split).
+//!   libbpf; a sibling `.expect` file holds what fslat decides about the object and schema:
+//!   programs with their sections, the maps fslat declares and its settings section, event
+//!   fields with offsets, the phase split. Sections clang makes on its own (constant and
+//!   string pools, `.bss` for zeroed globals) are left out: they vary with the clang.
 //!
 //! `FSLAT_BLESS=1 cargo test --test cases` rewrites the expectation files.
 
@@ -14,18 +21,76 @@ use fslat::build::{Compiler, find_clang};
 use fslat::check::program::{FieldKind, Program};
 use fslat::codegen::Mode;
 use fslat::diag::{Source, render};
+use libtest_mimic::{Arguments, Failed, Trial};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+fn main() -> std::process::ExitCode {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    let mut scripts_found = 0;
+    for dir in ["tests/cases", "examples"] {
+        let group = Path::new(dir)
+            .file_name()
+            .map_or(dir.to_string(), |n| n.to_string_lossy().into_owned());
+        for path in scripts(dir) {
+            scripts_found += 1;
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let fails = path.with_extension("err").exists();
+            let p = path.clone();
+            trials.push(Trial::test(format!("{group}::{stem}"), move || {
+                compiles_or_fails_as_expected(&p)
+            }));
+            if !fails {
+                trials.push(Trial::test(
+                    format!("linux_5_10::{group}::{stem}"),
+                    move || builds_for_linux_5_10(&path),
+                ));
+            }
+        }
+    }
+    trials.push(Trial::test("the_corpus_is_there", move || {
+        the_corpus_is_there(scripts_found)
+    }));
+    trials.push(Trial::test(
+        "the_check_sees_what_5_10_lacks",
+        the_check_sees_what_5_10_lacks,
+    ));
+    libtest_mimic::run(&args, trials).exit_code()
+}
 
 fn scripts(dir: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut v: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .map(|e| e.expect("dir entry").path())
+        .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "fsl"))
         .collect();
     v.sort();
     v
+}
+
+/// Scripts of a corpus that could not be found would pass as no tests at all.
+fn the_corpus_is_there(found: usize) -> Result<(), Failed> {
+    if found <= 10 {
+        return Err(format!(
+            "only {found} scripts in tests/cases and examples: the corpus is missing"
+        )
+        .into());
+    }
+    let uses_path = scripts("tests/cases")
+        .into_iter()
+        .chain(scripts("examples"))
+        .filter(|p| !p.with_extension("err").exists())
+        .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("path(")));
+    if !uses_path {
+        return Err("no script of the corpus uses path(): the 5.10 refusal goes untested".into());
+    }
+    Ok(())
 }
 
 fn check_expectation(path: &Path, actual: &str, failures: &mut Vec<String>) {
@@ -58,6 +123,13 @@ fn kind_name(kind: FieldKind) -> String {
     }
 }
 
+/// Whether a map of the object is one fslat declares: a map in `.maps` (a C name) or the
+/// settings section fslat writes before load; not a section clang made on its own
+/// (`.rodata.cst32`, `.rodata.str1.1`, `fslat.bss` for zeroed globals).
+fn fslat_declares(map: &str) -> bool {
+    map == ".rodata.fslat" || map.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
     let mut out = String::new();
     let obj = libbpf_rs::ObjectBuilder::default()
@@ -74,11 +146,10 @@ fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
             p.section().to_string_lossy()
         );
     }
-    // fslat's own maps, not the string-literal pools some clangs make (`.rodata.str1.1`).
     let mut maps: Vec<String> = obj
         .maps()
         .map(|m| m.name().to_string_lossy().into_owned())
-        .filter(|m| !m.starts_with(".rodata.str"))
+        .filter(|m| fslat_declares(m))
         .collect();
     maps.sort();
     let _ = writeln!(out, "  maps {}", maps.join(" "));
@@ -142,96 +213,107 @@ fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
 }
 
 /// The oldest and the newest clang Debian offers here (tests/vm/setup-host installs both):
-/// generated C must build with each, without a warning.
-fn compilers() -> Vec<(&'static str, Compiler)> {
-    ["clang-14", "clang-19"]
-        .into_iter()
-        .map(|name| {
-            let path = find_clang(Some(Path::new(name)))
-                .unwrap_or_else(|e| panic!("{name}: {e} (run tests/vm/setup-host)"));
-            (name, Compiler::new(path, false).expect("clang runs"))
-        })
-        .collect()
+/// generated C must build with each, without a warning. Found once for all the tests.
+fn compilers() -> Result<&'static [(&'static str, Compiler)], Failed> {
+    static COMPILERS: OnceLock<Result<Vec<(&'static str, Compiler)>, String>> = OnceLock::new();
+    let found = COMPILERS.get_or_init(|| {
+        ["clang-14", "clang-19"]
+            .into_iter()
+            .map(|name| {
+                let path = find_clang(Some(Path::new(name)))
+                    .map_err(|e| format!("{name}: {e} (run tests/vm/setup-host)"))?;
+                let compiler = Compiler::new(path, false).map_err(|e| format!("{name}: {e}"))?;
+                Ok((name, compiler))
+            })
+            .collect()
+    });
+    found.as_deref().map_err(|e| e.clone().into())
 }
 
-#[test]
-fn scripts_compile_or_fail_as_expected() {
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn read(path: &Path) -> Result<String, Failed> {
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()).into())
+}
+
+/// `failures` as the test's result.
+fn verdict(failures: Vec<String>) -> Result<(), Failed> {
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n\n").into())
+    }
+}
+
+/// A script with an `.err` fails with exactly those diagnostics; any other builds in both
+/// modes with both clangs, without a warning, to what its `.expect` describes.
+fn compiles_or_fails_as_expected(path: &Path) -> Result<(), Failed> {
     let kernel = Fixture::new();
-    let compilers = compilers();
     let mut failures = Vec::new();
-    let mut count = 0;
-    for path in scripts("tests/cases")
-        .into_iter()
-        .chain(scripts("examples"))
-    {
-        count += 1;
-        let text = std::fs::read_to_string(&path).expect("read script");
-        let err_path = path.with_extension("err");
-        let name = path
-            .file_name()
-            .expect("name")
-            .to_string_lossy()
-            .into_owned();
-        let result = fslat::compile(&text, &kernel, Mode::Fsession);
-        if err_path.exists() || result.is_err() && std::env::var_os("FSLAT_BLESS").is_some() {
-            match result {
-                Ok(_) => failures.push(format!("{name}: compiled, but a diagnostic was expected")),
-                Err(diags) => {
-                    let rendered = render(
+    let text = read(path)?;
+    let err_path = path.with_extension("err");
+    let name = file_name(path);
+    let result = fslat::compile(&text, &kernel, Mode::Fsession);
+    if err_path.exists() || result.is_err() && std::env::var_os("FSLAT_BLESS").is_some() {
+        match result {
+            Ok(_) => failures.push(format!("{name}: compiled, but a diagnostic was expected")),
+            Err(diags) => {
+                let rendered = render(
+                    &Source {
+                        name: &name,
+                        text: &text,
+                    },
+                    &diags,
+                    false,
+                );
+                check_expectation(&err_path, &rendered, &mut failures);
+            }
+        }
+        return verdict(failures);
+    }
+    let compilers = compilers()?;
+    let mut actual = String::new();
+    for mode in [Mode::Fsession, Mode::Fentry] {
+        match fslat::compile(&text, &kernel, mode) {
+            Err(diags) => {
+                failures.push(format!(
+                    "{name}: {}",
+                    render(
                         &Source {
                             name: &name,
-                            text: &text,
+                            text: &text
                         },
                         &diags,
-                        false,
-                    );
-                    check_expectation(&err_path, &rendered, &mut failures);
-                }
+                        false
+                    )
+                ));
             }
-            continue;
-        }
-        let mut actual = String::new();
-        for mode in [Mode::Fsession, Mode::Fentry] {
-            match fslat::compile(&text, &kernel, mode) {
-                Err(diags) => {
-                    failures.push(format!(
-                        "{name}: {}",
-                        render(
-                            &Source {
-                                name: &name,
-                                text: &text
-                            },
-                            &diags,
-                            false
-                        )
-                    ));
-                }
-                Ok((program, c)) => {
-                    let mut described = None;
-                    for (clang, compiler) in &compilers {
-                        match compiler.compile_with_warnings(&c) {
-                            Ok((obj, warnings)) => {
-                                if !warnings.is_empty() {
-                                    failures.push(format!(
-                                        "{name} ({}, {clang}): clang warned:\n{warnings}",
-                                        mode.name()
-                                    ));
-                                }
-                                described.get_or_insert_with(|| describe(&program, mode, &obj));
+            Ok((program, c)) => {
+                let mut described = None;
+                for (clang, compiler) in compilers {
+                    match compiler.compile_with_warnings(&c) {
+                        Ok((obj, warnings)) => {
+                            if !warnings.is_empty() {
+                                failures.push(format!(
+                                    "{name} ({}, {clang}): clang warned:\n{warnings}",
+                                    mode.name()
+                                ));
                             }
-                            Err(e) => {
-                                failures.push(format!("{name} ({}, {clang}): {e}", mode.name()))
-                            }
+                            described.get_or_insert_with(|| describe(&program, mode, &obj));
                         }
+                        Err(e) => failures.push(format!("{name} ({}, {clang}): {e}", mode.name())),
                     }
-                    actual.push_str(&described.unwrap_or_default());
                 }
+                actual.push_str(&described.unwrap_or_default());
             }
         }
-        check_expectation(&path.with_extension("expect"), &actual, &mut failures);
     }
-    assert!(count > 10, "the corpus is missing");
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    check_expectation(&path.with_extension("expect"), &actual, &mut failures);
+    verdict(failures)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -278,78 +360,67 @@ fn refused_by_510(object: &[u8]) -> Vec<String> {
     why
 }
 
-#[test]
-fn corpus_builds_for_linux_5_10() {
+/// A script that compiles for the fixture kernel compiles for it without the newer
+/// features too, to an object 5.10 accepts; one that uses `path()` is refused, naming
+/// bpf_loop.
+fn builds_for_linux_5_10(path: &Path) -> Result<(), Failed> {
     let kernel = Fixture::with_features(fslat::btf::Features::default());
-    let compilers = compilers();
-    let mut failures = Vec::new();
-    let mut built = 0;
-    let mut refused = 0;
-    for path in scripts("tests/cases")
-        .into_iter()
-        .chain(scripts("examples"))
-        .filter(|p| !p.with_extension("err").exists())
-    {
-        let name = path
-            .file_name()
-            .expect("name")
-            .to_string_lossy()
-            .into_owned();
-        let text = std::fs::read_to_string(&path).expect("read script");
-        // Only what compiles for a kernel with every feature is in question here.
-        if fslat::compile(&text, &Fixture::new(), Mode::Fentry).is_err() {
-            continue;
-        }
-        match fslat::compile(&text, &kernel, Mode::Fentry) {
-            Err(diags) => {
-                let path_refused = diags.iter().all(|d| {
-                    matches!(
-                        &d.kind,
-                        fslat::diag::DiagKind::NeedsFeature {
-                            feature: "bpf_loop",
-                            ..
-                        }
-                    )
-                });
-                if path_refused && text.contains("path(") {
-                    refused += 1;
-                } else {
-                    failures.push(format!("{name}: refused: {diags:?}"));
-                }
-            }
-            Ok((_, c)) => {
-                for (clang, compiler) in &compilers {
-                    match compiler.compile_with_warnings(&c) {
-                        Ok((obj, warnings)) => {
-                            if !warnings.is_empty() {
-                                failures
-                                    .push(format!("{name} ({clang}): clang warned:\n{warnings}"));
-                            }
-                            for why in refused_by_510(&obj) {
-                                failures.push(format!("{name} ({clang}): {why}"));
-                            }
-                        }
-                        Err(e) => failures.push(format!("{name} ({clang}): {e}")),
+    let name = file_name(path);
+    let text = read(path)?;
+    if let Err(diags) = fslat::compile(&text, &Fixture::new(), Mode::Fentry) {
+        return Err(
+            format!("{name} does not compile for the fixture kernel either: {diags:?}").into(),
+        );
+    }
+    let c = match fslat::compile(&text, &kernel, Mode::Fentry) {
+        Err(diags) => {
+            let path_refused = diags.iter().all(|d| {
+                matches!(
+                    &d.kind,
+                    fslat::diag::DiagKind::NeedsFeature {
+                        feature: "bpf_loop",
+                        ..
                     }
+                )
+            });
+            return if path_refused && text.contains("path(") {
+                Ok(())
+            } else {
+                Err(format!("{name}: refused: {diags:?}").into())
+            };
+        }
+        Ok((_, c)) => c,
+    };
+    let mut failures = Vec::new();
+    for (clang, compiler) in compilers()? {
+        match compiler.compile_with_warnings(&c) {
+            Ok((obj, warnings)) => {
+                if !warnings.is_empty() {
+                    failures.push(format!("{name} ({clang}): clang warned:\n{warnings}"));
                 }
-                built += 1;
+                for why in refused_by_510(&obj) {
+                    failures.push(format!("{name} ({clang}): {why}"));
+                }
             }
+            Err(e) => failures.push(format!("{name} ({clang}): {e}")),
         }
     }
-    assert!(built > 10, "the corpus is missing");
-    assert!(refused > 0, "no script of the corpus uses path()");
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    verdict(failures)
 }
 
 /// The same scripts for a kernel with every feature do use compare-and-swap for min/max
 /// and task storage for fentry mode: the check above would see them.
-#[test]
-fn the_check_sees_what_5_10_lacks() {
-    let clang = find_clang(None).expect("clang is installed (tests/vm/setup-host)");
-    let compiler = Compiler::new(clang, false).expect("clang runs");
+fn the_check_sees_what_5_10_lacks() -> Result<(), Failed> {
+    let clang = find_clang(None).map_err(|e| format!("{e} (tests/vm/setup-host)"))?;
+    let compiler = Compiler::new(clang, false)?;
     let text = "session vfs_read { min(count); max(count) }";
-    let (_, c) = fslat::compile(text, &Fixture::new(), Mode::Fentry).expect("compiles");
-    let why = refused_by_510(&compiler.compile(&c).expect("builds"));
-    assert!(why.iter().any(|w| w.contains("atomic op 0xf1")), "{why:?}");
-    assert!(why.iter().any(|w| w.contains("task storage")), "{why:?}");
+    let (_, c) = fslat::compile(text, &Fixture::new(), Mode::Fentry)
+        .map_err(|d| format!("does not compile: {d:?}"))?;
+    let why = refused_by_510(&compiler.compile(&c)?);
+    if !why.iter().any(|w| w.contains("atomic op 0xf1"))
+        || !why.iter().any(|w| w.contains("task storage"))
+    {
+        return Err(format!("the check missed compare-and-swap or task storage: {why:?}").into());
+    }
+    Ok(())
 }
