@@ -94,23 +94,6 @@ fn a_record_of_the_wrong_size_is_refused() {
     ));
 }
 
-/// Not a test of speed (see benches/): prints how fast decode + text runs on this host.
-#[test]
-#[ignore]
-fn decode_and_write_rate() {
-    let p = program("session vfs_read");
-    let rec = slow_read_record(&p);
-    let decoder = Decoder::new(&p);
-    let mut w = TextWriter::new(std::io::BufWriter::new(std::io::sink()));
-    let n = 2_000_000;
-    let t = std::time::Instant::now();
-    for _ in 0..n {
-        let s = decoder.decode(&rec).expect("decodes");
-        w.event(s, &rec).expect("writes");
-    }
-    println!("{:.0} events/s", n as f64 / t.elapsed().as_secs_f64());
-}
-
 #[test]
 fn durations_under_a_microsecond_print_in_nanoseconds() {
     let cases = [
