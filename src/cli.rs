@@ -68,6 +68,11 @@ pub struct Args {
     #[arg(value_name = "SCRIPT", conflicts_with = "program")]
     pub script: Option<PathBuf>,
 
+    /// The script's arguments: `$1`, `$2`, ... in it (`fslat slow.fsl 1234 10ms`); one
+    /// that starts with `-` goes after `--`
+    #[arg(value_name = "ARG", requires = "script")]
+    pub script_args: Vec<String>,
+
     /// Run this program, given inline
     #[arg(short = 'e', long = "program", value_name = "PROGRAM", value_parser = non_empty)]
     pub program: Option<String>,
@@ -265,6 +270,7 @@ impl RunArgs {
             listen: self.listen,
             otlp: self.otlp.clone(),
             max_functions: self.max_functions,
+            script_args: Vec::new(),
         }
     }
 }
@@ -283,6 +289,10 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    if let Some(words) = extra_words(&args) {
+        eprintln!("fslat: error: {words}");
+        return 2;
+    }
     let result = match &args.command {
         Some(Command::Doctor) => return crate::doctor::main(),
         Some(Command::Completions { shell }) => completions(*shell),
@@ -307,6 +317,35 @@ pub fn main() -> i32 {
     }
 }
 
+/// Words after the script (or -l's glob) that are not the script's arguments: a second
+/// glob, or a second script file.
+fn extra_words(args: &Args) -> Option<String> {
+    let first = args.script_args.first()?;
+    if args.list {
+        return Some(second_glob(first));
+    }
+    args.script_args
+        .iter()
+        .find(|a| is_script_file(a))
+        .map(|a| second_script(a))
+}
+
+fn is_script_file(word: &str) -> bool {
+    word.ends_with(".fsl") && std::path::Path::new(word).is_file()
+}
+
+fn second_glob(second: &str) -> String {
+    format!(
+        "-l takes one GLOB, and `{second}` is a second one; quote a glob so the shell does not expand it into file names (`fslat -l 'vfs_*'`)"
+    )
+}
+
+fn second_script(second: &str) -> String {
+    format!(
+        "fslat runs one script, and `{second}` is a second script file; put the sessions of both in one file, or run fslat once for each"
+    )
+}
+
 /// What clap says about a second script, glob or program (`the subcommand 'b.fsl' cannot
 /// be used with ...`), said in words; `None` for its other errors, which read well.
 fn usage_in_words(e: &clap::Error) -> Option<String> {
@@ -323,13 +362,9 @@ fn usage_in_words(e: &clap::Error) -> Option<String> {
     // A second positional argument: clap takes it for a subcommand.
     if let Some(second) = text(ContextKind::InvalidSubcommand) {
         return Some(if prior.contains("--list") {
-            format!(
-                "-l takes one GLOB, and `{second}` is a second one; quote a glob so the shell does not expand it into file names (`fslat -l 'vfs_*'`)"
-            )
-        } else if second.ends_with(".fsl") || std::path::Path::new(&second).is_file() {
-            format!(
-                "fslat runs one script, and `{second}` is a second script file; put the sessions of both in one file, or run fslat once for each"
-            )
+            second_glob(&second)
+        } else if is_script_file(&second) {
+            second_script(&second)
         } else {
             format!(
                 "fslat takes one script file; `{second}` after it is not an option (see --help)"
@@ -429,5 +464,9 @@ fn run(args: &Args) -> Result<(), Error> {
         return Err(Error::OutputIsScript(output.display().to_string()));
     }
     let (name, text) = script_source(args)?;
-    driver::run_script(&name, &text, args.emit, &args.run.options())
+    let opts = driver::Options {
+        script_args: args.script_args.clone(),
+        ..args.run.options()
+    };
+    driver::run_script(&name, &text, args.emit, &opts)
 }

@@ -822,3 +822,43 @@ fn emit_in_a_mode_the_kernel_lacks_writes_it_with_a_note_and_a_run_is_refused() 
         "{out:?}"
     );
 }
+
+/// `fslat SCRIPT 1234 10ms bash`: the words after the script are `$1`.. in it.
+#[test]
+fn words_after_the_script_are_its_arguments() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let btf = btf_without_fsession(dir.path());
+    let script = dir.path().join("s.fsl");
+    std::fs::write(
+        &script,
+        "session vfs_read where tgid == $1 and latency > $2 and comm == $3 { emit $# as n }\n",
+    )
+    .expect("write a script");
+    let script = script.to_string_lossy();
+    let out = fslat(&[
+        "--btf", &btf, "--emit", "c", &script, "1234", "10ms", "bash",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let c = text(&out.stdout);
+    for want in ["(1234ULL)", "(10000000ULL)", "\"bash\"", "= 3ULL;"] {
+        assert!(c.contains(want), "no {want} in\n{c}");
+    }
+    // `--` lets an argument start with `-`.
+    let errors = dir.path().join("e.fsl");
+    std::fs::write(&errors, "session vfs_read where ret == $1\n").expect("write a script");
+    let errors = errors.to_string_lossy();
+    let out = fslat(&["--btf", &btf, "--emit", "c", &errors, "--", "-1"]);
+    assert!(
+        text(&out.stdout).contains("(-1LL)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = fslat(&["--btf", &btf, "--emit", "c", &script, "1234"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("error: `$2` is not given: the script was run with 1 argument\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`$3` is not given"), "{stderr}");
+}

@@ -148,7 +148,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
     let check_opts = crate::check::Options {
         max_functions: opts.max_functions,
         traceable: Some(Rc::new(traceability(opts))),
-        args: Vec::new(),
+        args: opts.script_args.clone(),
     };
     let (program, c) = compile_script(name, text, &kernel, mode, check_opts)?;
     if opts.verbose {

@@ -28,6 +28,8 @@ pub struct Options {
     pub listen: Option<std::net::SocketAddr>,
     pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
     pub max_functions: usize,
+    /// The script's arguments, `$1` first.
+    pub script_args: Vec<String>,
 }
 
 /// The ValueEnum derives give both front ends one list of the names they accept.

@@ -34,6 +34,8 @@ pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
         &release,
         &version,
         text.as_bytes(),
+        // `$1`.. are constants in the program.
+        format!("{} {}", opts.script_args.len(), opts.script_args.join("\0")).as_bytes(),
     ] {
         h.update(part);
         h.update([0]);
