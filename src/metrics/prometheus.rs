@@ -53,7 +53,7 @@ type Labels = Vec<(String, String)>;
 /// A session's figure, `None` where the session has none (agg_lost without aggregations).
 pub(super) type Figure = fn(&Summary) -> Option<u64>;
 
-pub(super) const SESSION_COUNTERS: [(&str, &str, Figure); 8] = [
+pub(super) const SESSION_COUNTERS: [(&str, &str, Figure); 9] = [
     (
         "fslat_calls",
         "Calls that passed the entry filter and returned.",
@@ -91,6 +91,11 @@ pub(super) const SESSION_COUNTERS: [(&str, &str, Figure); 8] = [
         "fslat_stack_lost",
         "Stacks not recorded (the stack map was full or the walk failed).",
         |s| s.stack_lost,
+    ),
+    (
+        "fslat_missed",
+        "Calls the kernel skipped because the session's program was already running on that CPU (any process; Linux 5.12+).",
+        |s| s.missed,
     ),
 ];
 

@@ -20,6 +20,7 @@ fn snapshot() -> Snapshot {
             agg_lost: Some(4),
             functions: None,
             stack_lost: None,
+            missed: Some(0),
         }],
         aggregations: vec![
             AggSeries {
@@ -65,6 +66,7 @@ fn prometheus_text_has_counters_escaped_labels_and_cumulative_buckets() {
         "fslat_dropped_total{session=\"vfs_read\"} 2",
         "fslat_events_total{session=\"vfs_read\"} 3",
         "fslat_agg_lost_total{session=\"vfs_read\"} 4",
+        "fslat_missed_total{session=\"vfs_read\"} 0",
         "# TYPE fslat_reads_total counter",
         r#"fslat_reads_total{comm="a\"b\\c\nd"} 7"#,
         "# TYPE fslat_lat histogram",

@@ -89,6 +89,9 @@ impl<W: Write> Writer for JsonWriter<W> {
         if let Some(lost) = s.stack_lost {
             v["stack_lost"] = json!(lost);
         }
+        if let Some(n) = s.missed.filter(|&n| n > 0) {
+            v["missed"] = json!(n);
+        }
         self.line(&v)
     }
 

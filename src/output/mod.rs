@@ -68,6 +68,9 @@ pub struct Summary {
     pub functions: Option<usize>,
     /// `None` when the session captures no stacks.
     pub stack_lost: Option<u64>,
+    /// Calls the kernel skipped because the session's program was already running on
+    /// that CPU (runtime/misses.rs); `None` where the kernel does not count them.
+    pub missed: Option<u64>,
 }
 
 /// One aggregation's result: rows of (key values, value).

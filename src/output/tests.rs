@@ -317,3 +317,29 @@ fn hex_and_oct_values_are_c_style_in_text_and_strings_in_json() {
         assert_eq!(super::json::json_value(&v), serde_json::json!(text));
     }
 }
+
+#[test]
+fn calls_the_kernel_skipped_are_in_the_summary_only_when_there_are_some() {
+    let summary = |missed| Summary {
+        label: "vfs_read".into(),
+        mode: "fsession",
+        calls: 10,
+        missed,
+        ..Summary::default()
+    };
+    for (missed, text, json) in [
+        (Some(5), true, true),
+        (Some(0), false, false),
+        (None, false, false),
+    ] {
+        let mut out = Vec::new();
+        TextWriter::new(&mut out).summary(&summary(missed)).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert_eq!(line.contains(" missed=5\n"), text, "{line}");
+        let mut out = Vec::new();
+        JsonWriter::new(&mut out).summary(&summary(missed)).unwrap();
+        let line = String::from_utf8(out).unwrap();
+        assert_eq!(line.contains("\"missed\":5"), json, "{line}");
+        assert_eq!(line.contains("missed"), json, "{line}");
+    }
+}

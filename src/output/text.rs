@@ -207,6 +207,9 @@ impl<W: Write> Writer for TextWriter<W> {
         if let Some(lost) = s.stack_lost {
             let _ = write!(line, " stack_lost={lost}");
         }
+        if let Some(n) = s.missed.filter(|&n| n > 0) {
+            let _ = write!(line, " missed={n}");
+        }
         line.push('\n');
         self.out.write_all(line.as_bytes())
     }

@@ -3,6 +3,7 @@
 //! this order: detaches every program, drains the ring buffer, reads the counters.
 
 mod errors;
+mod misses;
 mod multi;
 pub mod signals;
 pub mod snapshot;
@@ -332,6 +333,7 @@ fn summaries(
         .maps()
         .find(|m| m.name() == "fslat_counters")
         .ok_or(RuntimeError::Missing("fslat_counters"))?;
+    let missed = misses::per_session(obj, program.sessions.len());
     let mut out = Vec::new();
     for s in &program.sessions {
         let key = (s.index as u32).to_ne_bytes();
@@ -356,6 +358,7 @@ fn summaries(
             agg_lost: (!s.aggregations.is_empty()).then_some(sum[5]),
             functions: s.several.then_some(s.targets.len()),
             stack_lost: s.uses_stacks().then_some(sum[6]),
+            missed: missed.get(s.index).copied().flatten(),
             events: events[s.index],
         });
     }

@@ -178,3 +178,19 @@ pub fn probe_tracing(
     drop(unsafe { OwnedFd::from_raw_fd(link) });
     Ok(())
 }
+
+/// How many times the kernel skipped program `prog` because it was already running on
+/// that CPU (`bpf_prog_info.recursion_misses`, Linux 5.12+; `None` on an older kernel,
+/// which does not fill the field).
+pub fn prog_recursion_misses(prog: BorrowedFd) -> io::Result<Option<u64>> {
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    // SAFETY: `info` is a bpf_prog_info of `len` bytes with every pointer field null, so
+    // the kernel writes only into it.
+    let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(prog.as_raw_fd(), &mut info, &mut len) };
+    if rc < 0 {
+        return Err(io::Error::from_raw_os_error(-rc));
+    }
+    let end = std::mem::offset_of!(libbpf_sys::bpf_prog_info, recursion_misses) + 8;
+    Ok((len as usize >= end).then_some(info.recursion_misses))
+}
