@@ -1,7 +1,7 @@
 //! The interactive front end (`fslat repl`, or `fslat` with no program on a terminal): type
 //! a session and it is checked at once; look at its C, run it for a while, change it, run
 //! it again. Everything past reading input goes through the driver, as the command line's
-//! runs do (`driver::compile_script`, `driver::compile_and_run`).
+//! runs do (`driver::compile_entry`, `driver::compile_and_run`, `driver::list_functions`).
 //!
 //! On a terminal input is edited with rustyline (history, completion, multi-line entry
 //! while braces or parentheses are open). From a pipe or file, entries are read line by
@@ -9,8 +9,7 @@
 
 use crate::btf::{Btf, KernelTypes};
 use crate::build::Compiler;
-use crate::driver::{self, Error, ModeChoice, Options};
-use crate::listing;
+use crate::driver::{self, Compiled, Error, ModeChoice, Options};
 use crate::runtime::signals;
 use crate::traceable::Traceable;
 use clap::ValueEnum;
@@ -56,10 +55,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     let kernel = Rc::new(driver::load_kernel_types(opts.btf.as_ref())?);
     // `--mode fsession` on a kernel without it is an error now, not at the first `:run`.
     let mode = driver::resolve_mode(opts.mode, kernel.as_ref())?;
-    let functions = Rc::new(Traceable::new(
-        kernel.as_ref(),
-        Rc::new(driver::traceability(opts)),
-    ));
+    let functions = Rc::new(driver::traceable(kernel.as_ref(), opts));
     let mut repl = Repl {
         kernel: Rc::clone(&kernel),
         functions: Rc::clone(&functions),
@@ -115,12 +111,6 @@ enum ReplError {
     UnknownCommand(String),
 }
 
-impl From<listing::ListError> for ReplError {
-    fn from(e: listing::ListError) -> Self {
-        ReplError::Driver(Error::List(e))
-    }
-}
-
 impl Repl {
     fn handle(&mut self, entry: &str) -> Flow {
         let text = entry.trim();
@@ -146,7 +136,7 @@ impl Repl {
 
     /// A script typed at the prompt: checked now, and kept as the current script if clean.
     fn enter(&mut self, text: &str) -> Result<(), ReplError> {
-        let (program, _, mode) = self.compile(text)?;
+        let Compiled { program, mode, .. } = self.compile(text)?;
         let labels: Vec<String> = program
             .sessions
             .iter()
@@ -187,41 +177,24 @@ impl Repl {
     }
 
     /// The current script, compiled for the current mode.
-    fn compiled(
-        &self,
-    ) -> Result<(crate::check::program::Program, String, crate::codegen::Mode), ReplError> {
+    fn compiled(&self) -> Result<Compiled, ReplError> {
         let text = self.script.as_deref().ok_or(ReplError::NoScript)?;
         self.compile(text)
     }
 
     /// `text` compiled for the current mode.
-    fn compile(
-        &self,
-        text: &str,
-    ) -> Result<(crate::check::program::Program, String, crate::codegen::Mode), ReplError> {
-        let mode = driver::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
-        let (program, c) = driver::compile_script(
+    fn compile(&self, text: &str) -> Result<Compiled, ReplError> {
+        Ok(driver::compile_entry(
             "<input>",
             text,
             self.kernel.as_ref(),
-            mode,
-            self.check_opts(),
-        )?;
-        Ok((program, c, mode))
-    }
-
-    /// The checker's options: the command line's function limit, the functions listed.
-    fn check_opts(&self) -> crate::check::Options {
-        crate::check::Options {
-            max_functions: self.opts.max_functions,
-            traceable: Some(self.functions.rule()),
-            args: Vec::new(),
-        }
+            &self.functions,
+            &self.opts,
+        )?)
     }
 
     fn show_c(&self) -> Result<(), ReplError> {
-        let (_, c, _) = self.compiled()?;
-        print!("{c}");
+        print!("{}", self.compiled()?.c);
         Ok(())
     }
 
@@ -235,7 +208,7 @@ impl Repl {
                 })?,
             ),
         };
-        let (program, c, mode) = self.compiled()?;
+        let compiled = self.compiled()?;
         if self.compiler.is_none() {
             self.compiler = Some(driver::compiler(&self.opts)?);
         }
@@ -249,7 +222,7 @@ impl Repl {
         // Ctrl-C and SIGTERM end the run (with its summary), not the REPL.
         signals::reset();
         signals::install();
-        let result = driver::compile_and_run(&program, &c, mode, compiler, &opts);
+        let result = driver::compile_and_run(&compiled, compiler, &opts);
         let interrupted = signals::stop_requested();
         signals::reset();
         signals::restore_sigterm();
@@ -270,7 +243,7 @@ impl Repl {
             });
         }
         let mut out = std::io::stdout().lock();
-        listing::list(
+        driver::list_functions(
             self.kernel.as_ref(),
             &self.functions,
             Some(glob),

@@ -71,6 +71,37 @@ fn emit_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Mode {
     mode
 }
 
+/// The functions `-l` lists and the REPL completes, by the options' traceability rule.
+pub fn traceable(kernel: &dyn KernelTypes, opts: &Options) -> Traceable {
+    Traceable::new(kernel, Rc::new(traceability(opts)))
+}
+
+/// A script checked and turned into C for one mode.
+pub struct Compiled {
+    pub program: Program,
+    pub c: String,
+    pub mode: Mode,
+}
+
+/// A REPL entry: script text → checked program and C for the options' mode, with the
+/// traceable functions already read (`traceable`).
+pub fn compile_entry(
+    name: &str,
+    text: &str,
+    kernel: &dyn KernelTypes,
+    traceable: &Traceable,
+    opts: &Options,
+) -> Result<Compiled, Error> {
+    let mode = resolve_mode(opts.mode, kernel)?;
+    let check_opts = crate::check::Options {
+        max_functions: opts.max_functions,
+        traceable: Some(traceable.rule()),
+        args: Vec::new(),
+    };
+    let (program, c) = compile_script(name, text, kernel, mode, check_opts)?;
+    Ok(Compiled { program, c, mode })
+}
+
 /// Script text → checked program and C, with diagnostics rendered against `name`.
 pub fn compile_script(
     name: &str,
@@ -184,9 +215,20 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
 /// `fslat -l [GLOB]`: the traceable functions matching GLOB, or one function's signature.
 pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
     let kernel = load_kernel_types(opts.btf.as_ref())?;
-    let traceable = Traceable::new(&kernel, Rc::new(traceability(opts)));
+    let functions = traceable(&kernel, opts);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    crate::listing::list(&kernel, &traceable, glob, opts.verbose, &mut out)?;
+    list_functions(&kernel, &functions, glob, opts.verbose, &mut out)
+}
+
+/// `-l` and the REPL's `:list` over kernel types already read.
+pub fn list_functions(
+    kernel: &dyn KernelTypes,
+    functions: &Traceable,
+    glob: Option<&str>,
+    signatures: bool,
+    out: &mut dyn Write,
+) -> Result<(), Error> {
+    crate::listing::list(kernel, functions, glob, signatures, out)?;
     Ok(())
 }
 

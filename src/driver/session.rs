@@ -1,7 +1,7 @@
 //! A running session: metrics exporters, the traced command, the writer, and the runtime
 //! between them.
 
-use super::{Error, Format, Options, interrupted};
+use super::{Compiled, Error, Format, Options, interrupted};
 use crate::build::Compiler;
 use crate::check::program::Program;
 use crate::child::HeldChild;
@@ -11,18 +11,16 @@ use crate::runtime::{self, DEFAULT_RING_SIZE, Settings, signals};
 use std::io::Write;
 use std::time::Duration;
 
-/// Builds the BPF object for `program` (its C is `c`), loads it, and streams its events
-/// until `opts.duration`, a signal, or the end of `opts.cmd`; then the summary. The one
-/// way both the command line and the REPL run a program.
+/// Builds the BPF object of `compiled`, loads it, and streams its events until
+/// `opts.duration`, a signal, or the end of `opts.cmd`; then the summary. With
+/// `run_object`, the one way both the command line and the REPL run a program.
 pub fn compile_and_run(
-    program: &Program,
-    c: &str,
-    mode: Mode,
+    compiled: &Compiled,
     compiler: &Compiler,
     opts: &Options,
 ) -> Result<(), Error> {
-    let object = compiler.compile(c)?;
-    run_object(program, &object, mode, opts)
+    let object = compiler.compile(&compiled.c)?;
+    run_object(&compiled.program, &object, compiled.mode, opts)
 }
 
 /// How often `--otlp` pushes without `-i` (with it, once every interval).
