@@ -100,27 +100,46 @@ fn errno(e: &libbpf_rs::Error) -> i32 {
 }
 
 pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
-    let log = log();
-    if errno(&e) == libc::EPERM || log.contains("Operation not permitted") {
-        return if crate::sys::euid() != 0 {
+    classify_load_error(errno(&e), &log(), program, crate::sys::euid()).unwrap_or(
+        RuntimeError::Libbpf {
+            what: "loading the BPF program",
+            source: e,
+        },
+    )
+}
+
+/// What a failed load means, from its errno and libbpf's log (`None`: nothing known).
+fn classify_load_error(
+    errno: i32,
+    log: &str,
+    program: &Program,
+    euid: u32,
+) -> Option<RuntimeError> {
+    // The verifier ran (its closing line): whatever the errno, it refused the program.
+    // (Linux 5.10 refuses some programs with EPERM, which is not a permission problem.)
+    let verified = log
+        .lines()
+        .any(|l| l.trim_start().starts_with("processed ") && l.contains(" insns"));
+    if !verified && (errno == libc::EPERM || log.contains("Operation not permitted")) {
+        return Some(if euid != 0 {
             RuntimeError::NotPrivileged
         } else {
             RuntimeError::TracingForbidden
-        };
+        });
     }
     let missing_kfunc = log.lines().any(|l| {
         (l.contains("bpf_session_cookie") || l.contains("bpf_session_is_return"))
             && (l.contains("not found") || l.contains("failed to find"))
     });
     if missing_kfunc {
-        return RuntimeError::NoFsession {
+        return Some(RuntimeError::NoFsession {
             detail: "the kfuncs bpf_session_cookie/bpf_session_is_return are missing".into(),
-        };
+        });
     }
-    if log.contains("fsession") && errno(&e) == libc::EINVAL && !log.contains("processed") {
-        return RuntimeError::NoFsession {
+    if log.contains("fsession") && errno == libc::EINVAL && !log.contains("processed") {
+        return Some(RuntimeError::NoFsession {
             detail: "the kernel does not know fsession programs".into(),
-        };
+        });
     }
     // The kernel's own limits on what a trampoline can attach to, not a bug in the program.
     if let Some(line) = log.lines().find(|l| {
@@ -133,13 +152,13 @@ pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
             .find_map(|l| l.split("prog '").nth(1)?.split('\'').next())
             .and_then(|p| function_of_prog(program, p))
             .unwrap_or_else(|| "this function".to_string());
-        return RuntimeError::Untraceable {
+        return Some(RuntimeError::Untraceable {
             func,
             reason: line.trim().to_string(),
-        };
+        });
     }
     if log.contains("processed") || log.contains("verifier") || log.contains("R0") {
-        let session = logged_session(&log, program).unwrap_or_else(|| "a session".into());
+        let session = logged_session(log, program).unwrap_or_else(|| "a session".into());
         let summary = log
             .lines()
             .rev()
@@ -153,12 +172,9 @@ pub fn load_error(e: libbpf_rs::Error, program: &Program) -> RuntimeError {
             .unwrap_or("no reason given")
             .trim()
             .to_string();
-        return RuntimeError::Verifier { session, summary };
+        return Some(RuntimeError::Verifier { session, summary });
     }
-    RuntimeError::Libbpf {
-        what: "loading the BPF program",
-        source: e,
-    }
+    None
 }
 
 /// The label of the session whose program libbpf's log names (`prog 'fslat_session_0'`).
@@ -201,4 +217,50 @@ pub fn attach_error(e: libbpf_rs::Error, program: &Program, prog: &str) -> Runti
     }
     let func = function_of_prog(program, prog).unwrap_or_else(|| session_of_prog(program, prog));
     RuntimeError::Attach { func, source: e }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program() -> Program {
+        crate::compile(
+            "session vfs_read { emit }",
+            &crate::btf::Fixture::new(),
+            crate::codegen::Mode::Fsession,
+        )
+        .unwrap()
+        .0
+    }
+
+    #[test]
+    fn eperm_without_a_verifier_log_is_about_privileges() {
+        let log =
+            "libbpf: prog 'fslat_session_0': BPF program load failed: Operation not permitted\n";
+        assert!(matches!(
+            classify_load_error(libc::EPERM, log, &program(), 1000),
+            Some(RuntimeError::NotPrivileged)
+        ));
+        assert!(matches!(
+            classify_load_error(libc::EPERM, log, &program(), 0),
+            Some(RuntimeError::TracingForbidden)
+        ));
+    }
+
+    #[test]
+    fn eperm_after_the_verifier_ran_is_the_verifier_refusing() {
+        // Linux 5.10 answers some verifier refusals with EPERM.
+        let log = "libbpf: prog 'fslat_session_0': BPF program load failed: Operation not permitted\n\
+                   libbpf: -- BEGIN PROG LOAD LOG --\n\
+                   R2 min value is negative, either use unsigned or 'var &= const'\n\
+                   processed 57 insns (limit 1000000) max_states_per_insn 0 total_states 4\n\
+                   -- END PROG LOAD LOG --\n";
+        match classify_load_error(libc::EPERM, log, &program(), 0) {
+            Some(RuntimeError::Verifier { session, summary }) => {
+                assert_eq!(session, "vfs_read");
+                assert!(summary.contains("R2 min value is negative"), "{summary}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }
