@@ -287,6 +287,8 @@ fn run_kernel(
         let Ok(line) = line else { break };
         if let Some(release) = line.strip_prefix("kernel: ") {
             out(&format!("== kernel {kernel}: Linux {release}"));
+        } else if let Some(clang) = line.strip_prefix("clang: ") {
+            out(&format!("== kernel {kernel}: {clang}"));
         } else if let Some(r) = line.strip_prefix(RESULT_PREFIX) {
             result = parse_result(r);
         } else {
@@ -782,6 +784,10 @@ fn guest(kernel: &str) -> ExitCode {
     );
 
     let mut t = Tally::default();
+    match clang_version() {
+        Ok(v) => println!("clang: {v}"),
+        Err(e) => engine_fail(&mut t, "(engine): clang", e),
+    }
     if let Err(e) = &btf {
         engine_fail(
             &mut t,
@@ -889,6 +895,25 @@ fn guest(kernel: &str) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// The clang fslat compiles with in the cases (`FSLAT_CLANG`, as fslat reads it, else
+/// `clang`): its name and the first line of its `--version`.
+fn clang_version() -> Result<String, String> {
+    let clang = env_nonempty("FSLAT_CLANG").unwrap_or_else(|| "clang".to_string());
+    let out = Command::new(&clang)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {clang} (FSLAT_CLANG names the clang to use): {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    match text.lines().next() {
+        Some(first) if out.status.success() => Ok(format!("{clang} ({})", first.trim())),
+        _ => Err(format!(
+            "{clang} --version failed ({})",
+            describe_status(&out.status)
+        )),
     }
 }
 
