@@ -40,7 +40,9 @@ pub const HEADERS: &[(&str, &str)] = &[
     ),
 ];
 
-const CLANG_FLAGS: &[&str] = &[
+/// What clang is given besides the include directory and the files (the fuzz target builds
+/// many programs per clang process with the same).
+pub const CLANG_FLAGS: &[&str] = &[
     "-target",
     "bpf",
     "-mcpu=v3",
