@@ -67,10 +67,25 @@ struct fslat_counters {
 };
 
 /*
- * -p: 0 traces every process. Set before load; the verifier prunes the check when 0.
- * Its own section puts it at offset 0 of the `.rodata.fslat` map, where fslat writes it.
+ * Which tasks are traced: `tgid` for -p (and -c without cgroup v2), `cgroup` (a cgroup v2
+ * id) for -c, whose command and everything it starts run in a cgroup of their own; 0 in a
+ * field means any. Set before load; the verifier prunes a check that is 0. Its own
+ * section puts it at offset 0 of the `.rodata.fslat` map, where fslat writes it (tgid at
+ * 0, cgroup at 8).
  */
-const volatile __u32 fslat_target_tgid SEC(".rodata.fslat") = 0;
+const volatile struct {
+	__u32 tgid;
+	__u32 pad;
+	__u64 cgroup;
+} fslat_target SEC(".rodata.fslat") = {};
+
+/* Whether the current task is outside what -p or -c asked for. */
+static __always_inline int fslat_untargeted(void)
+{
+	if (fslat_target.tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != fslat_target.tgid)
+		return 1;
+	return fslat_target.cgroup && bpf_get_current_cgroup_id() != fslat_target.cgroup;
+}
 
 /*
  * Reads a NUL-terminated string from kernel memory, or from user memory when the

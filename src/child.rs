@@ -87,6 +87,14 @@ impl HeldChild {
         Ok(())
     }
 
+    /// Waits for the command to end; its wait status.
+    pub fn wait(&mut self) -> i32 {
+        while self.status.is_none() {
+            self.status = crate::sys::wait_child(self.pid, true);
+        }
+        self.status.unwrap_or_default()
+    }
+
     /// The command's wait status once it has ended.
     pub fn exited(&mut self) -> Option<i32> {
         if self.status.is_none() {

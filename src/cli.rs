@@ -94,12 +94,13 @@ pub struct Args {
 /// What a run takes besides the program; `options` hands it to the driver.
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Trace only this process (a TGID, 1 .. 4294967295)
+    /// Trace only this process (a TGID, 1 .. 4294967295); its exit ends the run
     #[arg(short, long, value_name = "TGID", value_parser = parse_pid, conflicts_with = "cmd",
         allow_hyphen_values = true)]
     pub pid: Option<u32>,
 
-    /// Start CMD, trace only it, and stop when it exits
+    /// Start CMD, trace it and everything it starts (its own cgroup), and stop when it
+    /// exits; fslat then exits with its status
     #[arg(short, long, value_name = "CMD", value_parser = non_empty)]
     pub cmd: Option<String>,
 

@@ -250,6 +250,43 @@ fn doctor_verdict_and_exit_status_follow_from_its_lines() {
     }
 }
 
+/// `-p` of a process that does not exist, or of a thread, is refused before anything is
+/// compiled or loaded (so on this host too).
+#[test]
+fn pid_of_no_process_or_of_a_thread_is_refused_naming_it() {
+    let out = fslat(&["-p", "4294967295", "-e", "session vfs_read"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        text(&out.stderr),
+        "fslat: error: -p 4294967295: there is no process 4294967295\n"
+    );
+    // This test binary runs tests on threads besides its main one.
+    let pid = std::process::id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let tid = std::fs::read_link("/proc/thread-self").expect("thread-self");
+        let tid = tid
+            .file_name()
+            .expect("a tid")
+            .to_string_lossy()
+            .into_owned();
+        tx.send(tid).expect("send");
+        let _ = done_rx.recv();
+    });
+    let tid = rx.recv().expect("the thread's id");
+    let out = fslat(&["-p", &tid, "-e", "session vfs_read"]);
+    drop(done_tx);
+    thread.join().expect("join");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "fslat: error: -p {tid}: {tid} is a thread of process {pid}; -p takes the process id: -p {pid}\n"
+        )
+    );
+}
+
 fn fails_with_usage_words(args: &[&str], words: &str) {
     let out = fslat(args);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");

@@ -60,6 +60,15 @@ pub enum Error {
         "-o {0} is the script itself: its output would overwrite it; write the output to another file"
     )]
     OutputIsScript(String),
+    #[error("-p {0}: there is no process {0}")]
+    NoSuchProcess(u32),
+    #[error("-p {tid}: {tid} is a thread of process {tgid}; -p takes the process id: -p {tgid}")]
+    ThreadNotProcess { tid: u32, tgid: u32 },
+    #[error("-p {pid}: cannot watch the process for its exit: {source}")]
+    WatchProcess { pid: u32, source: std::io::Error },
+    /// `-c CMD` ran and failed: fslat exits with `status` (`how` says why).
+    #[error("-c: the command {how}")]
+    CommandFailed { status: i32, how: String },
     #[error("cannot start the command `{cmd}`: {source}")]
     Command { cmd: String, source: std::io::Error },
     #[error(transparent)]
@@ -116,10 +125,12 @@ impl std::fmt::Display for Note {
 }
 
 /// 130 for an interrupted start-up and 141 for a reader that went away (what a shell
-/// reports for a program ended by SIGINT or SIGPIPE); 1 for every other failure.
+/// reports for a program ended by SIGINT or SIGPIPE); `-c`'s command's own status when it
+/// failed; 1 for every other failure.
 pub fn exit_status(e: &Error) -> i32 {
     match e {
         Error::Interrupted => 130,
+        Error::CommandFailed { status, .. } => *status,
         e if broken_pipe(e) => 141,
         _ => 1,
     }
@@ -140,6 +151,8 @@ fn broken_pipe(e: &Error) -> bool {
 pub fn report(e: &Error) {
     match e {
         Error::Interrupted => {}
+        // Not fslat's failure: the run itself went well.
+        e @ Error::CommandFailed { .. } => eprintln!("fslat: {e}"),
         e if broken_pipe(e) => {}
         Error::Script(text) => eprint!("{text}"),
         e => eprintln!("fslat: error: {e}"),

@@ -6,6 +6,7 @@ mod error;
 mod options;
 mod script;
 mod session;
+mod target;
 mod warm;
 
 pub use error::{Error, Note, color_stderr, exit_status, report};
@@ -148,6 +149,10 @@ pub fn interrupted() -> Result<(), Error> {
 /// once it has the script's text (`name` is what diagnostics call it).
 pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) -> Result<(), Error> {
     interrupted()?;
+    // A -p that names no process is said before anything is compiled.
+    if let (None, Some(pid)) = (emit, opts.pid) {
+        target::check_process(pid)?;
+    }
     // A script run before on this kernel by this fslat starts from its cached checked
     // program and object: no BTF to parse, nothing to check or compile.
     let warm = (emit.is_none() && !opts.no_cache)

@@ -11,7 +11,7 @@ use std::time::Duration;
 pub struct Options {
     /// Trace only this process (a TGID).
     pub pid: Option<u32>,
-    /// Start this command, trace only it, and stop when it exits.
+    /// Start this command, trace it and what it starts, and stop when it exits.
     pub cmd: Option<String>,
     pub duration: Option<Duration>,
     pub interval: Option<Duration>,

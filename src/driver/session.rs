@@ -1,6 +1,7 @@
 //! A running session: metrics exporters, the traced command, the writer, and the runtime
 //! between them.
 
+use super::target::{CommandCgroup, Watched};
 use super::{Compiled, Error, Format, Options, interrupted};
 use crate::build::Compiler;
 use crate::check::program::Program;
@@ -56,6 +57,8 @@ pub fn run_object(
         _ => None,
     };
 
+    // -p's process must exist, and its exit ends the run.
+    let mut watched = opts.pid.map(Watched::open).transpose()?;
     // The command exists (and has a pid to filter on) before load; it runs once attached.
     let child = match &opts.cmd {
         Some(cmd) => Some(HeldChild::spawn(cmd).map_err(|source| Error::Command {
@@ -64,9 +67,29 @@ pub fn run_object(
         })?),
         None => None,
     };
+    // Everything the command starts runs in its cgroup; without cgroup v2, only the
+    // command's own process can be told apart.
+    let cgroup = match &child {
+        Some(c) => match CommandCgroup::for_child(c.pid()) {
+            Ok(cg) => Some(cg),
+            Err(why) => {
+                eprintln!(
+                    "fslat: warning: -c: {why}; tracing only the command's own process, not the processes it starts"
+                );
+                None
+            }
+        },
+        None => None,
+    };
+    let target_tgid = match (&child, &cgroup) {
+        (Some(_), Some(_)) => 0,
+        (Some(c), None) => c.pid(),
+        (None, _) => opts.pid.unwrap_or(0),
+    };
     let settings = Settings {
         mode,
-        target_tgid: child.as_ref().map_or(opts.pid.unwrap_or(0), HeldChild::pid),
+        target_tgid,
+        target_cgroup: cgroup.as_ref().map_or(0, CommandCgroup::id),
         duration: opts.duration,
         interval: opts.interval,
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
@@ -102,6 +125,7 @@ pub fn run_object(
                     .borrow_mut()
                     .as_mut()
                     .is_none_or(|c| c.exited().is_none())
+                && watched.as_mut().is_none_or(|w| !w.exited())
         },
     );
     // The last push carries the final figures, published as the run ended.
@@ -115,7 +139,38 @@ pub fn run_object(
             outcome.bad_records
         );
     }
-    Ok(())
+    // The command's status is fslat's when its end ended the run; a run that Ctrl-C,
+    // SIGTERM or -d ended exits 0, and still waits for the command, as before.
+    let ended_by_command = !signals::stop_requested()
+        && child
+            .borrow_mut()
+            .as_mut()
+            .is_some_and(|c| c.exited().is_some());
+    let status = child.borrow_mut().as_mut().map(HeldChild::wait);
+    drop(cgroup);
+    match status {
+        Some(status) if ended_by_command => command_status(status),
+        _ => Ok(()),
+    }
+}
+
+/// `-c`: fslat's exit status is the command's, as a shell reports it: its exit code, or
+/// 128 + N when signal N ended it.
+fn command_status(wait_status: i32) -> Result<(), Error> {
+    if libc::WIFSIGNALED(wait_status) {
+        let sig = libc::WTERMSIG(wait_status);
+        return Err(Error::CommandFailed {
+            status: 128 + sig,
+            how: format!("was ended by signal {sig}"),
+        });
+    }
+    match libc::WEXITSTATUS(wait_status) {
+        0 => Ok(()),
+        code => Err(Error::CommandFailed {
+            status: code,
+            how: format!("exited with status {code}"),
+        }),
+    }
 }
 
 /// The writer the options ask for, over the output file or standard output.

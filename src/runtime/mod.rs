@@ -28,6 +28,8 @@ pub struct Settings {
     pub mode: Mode,
     /// 0: every process.
     pub target_tgid: u32,
+    /// A cgroup v2 id: trace only its tasks (`-c`); 0: any cgroup.
+    pub target_cgroup: u64,
     pub duration: Option<Duration>,
     /// `-i`: print every aggregation's last interval this often.
     pub interval: Option<Duration>,
@@ -72,9 +74,13 @@ pub fn run(
     for mut map in open.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
         if name == ".rodata.fslat" {
-            if let Some(data) = map.initial_value_mut() {
-                data[..4].copy_from_slice(&settings.target_tgid.to_ne_bytes());
-            }
+            // `fslat_target` in fslat.bpf.h: tgid at 0, cgroup at 8.
+            let data = map
+                .initial_value_mut()
+                .filter(|d| d.len() >= 16)
+                .ok_or(RuntimeError::Missing("fslat_target in .rodata.fslat"))?;
+            data[..4].copy_from_slice(&settings.target_tgid.to_ne_bytes());
+            data[8..16].copy_from_slice(&settings.target_cgroup.to_ne_bytes());
         } else if name == "fslat_events" {
             map.set_max_entries(settings.ring_size)
                 .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;

@@ -120,6 +120,30 @@ pub fn wait_child(pid: libc::pid_t, block: bool) -> Option<i32> {
     (unsafe { libc::waitpid(pid, &mut status, flags) } == pid).then_some(status)
 }
 
+/// pidfd_open(2) (Linux 5.3): a descriptor that becomes readable when process `pid`
+/// exits. ESRCH when there is no such process.
+pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) })
+}
+
+/// Whether `fd` is readable now (poll(2) without waiting).
+pub fn readable_now(fd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 && p.revents & libc::POLLIN != 0 }
+}
+
 /// Installs `handler` for `signals`, without SA_RESTART (so blocking calls return with
 /// EINTR). The handler must be async-signal-safe.
 pub fn set_signal_handler(signals: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {

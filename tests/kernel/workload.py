@@ -304,6 +304,8 @@ def main():
     s.add_argument("delays")
     s = sub.add_parser("sizes", help="preads of known sizes: SIZE:N,... (N preads of SIZE)")
     s.add_argument("spec")
+    s.add_argument("--drain", action="store_true",
+                   help="then read stdin to its end, 64 KiB a read (a pipeline's reader)")
     s = sub.add_parser("writes", help="one write per item to an empty file: N bytes, or the text")
     s.add_argument("items", nargs="+")
     s = sub.add_parser("sleep", help="just wait, reading nothing")
@@ -368,6 +370,8 @@ def main():
                 slow_pipe_read(int(ms))
     elif a.what == "sizes":
         sized_reads(a.spec)
+        while a.drain and os.read(0, 65536):
+            pass
     elif a.what == "writes":
         writes(a.items)
     elif a.what == "sleep":
