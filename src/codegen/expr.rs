@@ -7,7 +7,7 @@
 use super::ctypes::{c_int, struct_name};
 use crate::check::program::*;
 use crate::syntax::ast::{AggFunc, BinOp, UnOp};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 pub struct Phase<'p> {
     session: &'p Session,
@@ -20,7 +20,26 @@ pub struct Phase<'p> {
     /// One program for all the session's functions: values come through the
     /// trampoline's helpers and per-function tables indexed by `fslat_fn`.
     multi: bool,
+    /// String buffers already filled in this phase, by the expression they hold: each
+    /// string (`comm`, a field) is read once per phase, however often it is compared.
+    strings: HashMap<String, String>,
+    scratch: Scratch,
 }
+
+/// Where a phase keeps values too big for the BPF stack (512 bytes for the whole
+/// program): its slot of the session's per-CPU scratch map.
+pub struct Scratch {
+    /// The map, `fslat_scratch_PROG`.
+    pub map: String,
+    /// What to do before giving up on a call when the map cannot be read (it always can:
+    /// the verifier wants the check), e.g. clear the fsession cookie at entry.
+    pub reject: &'static str,
+    /// Bytes handed out so far.
+    pub used: u32,
+}
+
+/// Values at least this big live in the scratch map rather than on the stack.
+const SCRATCH_FROM: u32 = 64;
 
 /// The table of session `index`'s parameter `param` slots, per function.
 pub fn slot_table(index: usize, param: usize) -> String {
@@ -28,7 +47,13 @@ pub fn slot_table(index: usize, param: usize) -> String {
 }
 
 impl<'p> Phase<'p> {
-    pub fn new(session: &'p Session, target: &'p Target, at_return: bool, multi: bool) -> Self {
+    pub fn new(
+        session: &'p Session,
+        target: &'p Target,
+        at_return: bool,
+        multi: bool,
+        scratch: Scratch,
+    ) -> Self {
         Phase {
             session,
             target,
@@ -37,7 +62,30 @@ impl<'p> Phase<'p> {
             lines: Vec::new(),
             declared: HashSet::new(),
             temps: 0,
+            strings: HashMap::new(),
+            scratch,
         }
+    }
+
+    /// Bytes of the scratch map this phase uses (0: none).
+    pub fn scratch_used(&self) -> u32 {
+        self.scratch.used
+    }
+
+    /// `size` bytes (8-aligned) of this phase's scratch slot: a C expression of their
+    /// address, as a `char *`.
+    fn scratch(&mut self, size: u32) -> String {
+        let slot = u32::from(self.at_return);
+        let map = self.scratch.map.clone();
+        let reject = self.scratch.reject;
+        let base = self.declare("fslat_sp", || {
+            format!(
+                "__u32 fslat_sk = {slot}; char *fslat_sp = bpf_map_lookup_elem(&{map}, &fslat_sk); if (!fslat_sp) {{ {reject}return 0; }}"
+            )
+        });
+        let at = self.scratch.used;
+        self.scratch.used += size.div_ceil(8) * 8;
+        format!("({base} + {at})")
     }
 
     /// Lines produced since the last call; declarations stay known, so later code that
@@ -272,11 +320,24 @@ impl<'p> Phase<'p> {
         let Ty::Str { cap } = e.ty else {
             unreachable!("string_ref takes strings")
         };
+        let what = format!("{:?}", e.kind);
+        if let Some(buf) = self.strings.get(&what) {
+            return buf.clone();
+        }
         let buf = self.temp();
-        self.lines.push(format!("char {buf}[{cap}];"));
-        let fill = self.fill_string(e, &buf, cap);
+        let name = if cap >= SCRATCH_FROM {
+            let at = self.scratch(cap);
+            self.lines
+                .push(format!("char (*{buf})[{cap}] = (void *){at};"));
+            format!("(*{buf})")
+        } else {
+            self.lines.push(format!("char {buf}[{cap}];"));
+            buf
+        };
+        let fill = self.fill_string(e, &name, cap);
         self.lines.push(fill);
-        buf
+        self.strings.insert(what, name.clone());
+        name
     }
 
     /// A statement that writes string `e` into `dst` (`cap` bytes).
@@ -353,15 +414,28 @@ impl<'p> Phase<'p> {
 
     /// Statements that update aggregation `a` for this call.
     pub fn aggregate(&mut self, a: &Aggregation) -> Vec<String> {
-        let key = self.temp();
+        let name = self.temp();
         let value = self.temp();
-        let mut out = vec![
-            format!("struct fslat_agg_key_{} {key};", a.id),
-            format!("__builtin_memset(&{key}, 0, sizeof({key}));"),
-        ];
+        // `key` is the key's address.
+        let (key, mut out) = if a.key_size >= SCRATCH_FROM {
+            let at = self.scratch(a.key_size);
+            (
+                name.clone(),
+                vec![format!(
+                    "struct fslat_agg_key_{} *{name} = (void *){at};",
+                    a.id
+                )],
+            )
+        } else {
+            (
+                format!("&{name}"),
+                vec![format!("struct fslat_agg_key_{} {name};", a.id)],
+            )
+        };
+        out.push(format!("__builtin_memset({key}, 0, sizeof(*{key}));"));
         // Declarations the keys and argument need land in `self.lines`, before the block.
         for (i, k) in a.keys.iter().enumerate() {
-            let dst = format!("{key}.{}", super::field_member(i));
+            let dst = format!("({key})->{}", super::field_member(i));
             out.push(self.store(&k.expr, &dst, k.kind));
         }
         // A new key starts from a zero global (values too big for the BPF stack) or from
@@ -408,7 +482,7 @@ impl<'p> Phase<'p> {
             None => "0".into(),
         };
         out.push(format!(
-            "{vtype} *{value} = bpf_map_lookup_elem(&fslat_agg_{}, &{key});",
+            "{vtype} *{value} = bpf_map_lookup_elem(&fslat_agg_{}, {key});",
             a.id
         ));
         out.push(format!("if (!{value}) {{"));
@@ -420,11 +494,11 @@ impl<'p> Phase<'p> {
             Start::Global(zero) => format!("&{zero}"),
         };
         out.push(format!(
-            "\tbpf_map_update_elem(&fslat_agg_{}, &{key}, {init}, BPF_NOEXIST);",
+            "\tbpf_map_update_elem(&fslat_agg_{}, {key}, {init}, BPF_NOEXIST);",
             a.id
         ));
         out.push(format!(
-            "\t{value} = bpf_map_lookup_elem(&fslat_agg_{}, &{key});",
+            "\t{value} = bpf_map_lookup_elem(&fslat_agg_{}, {key});",
             a.id
         ));
         out.push("}".into());
@@ -456,11 +530,11 @@ impl<'p> Phase<'p> {
         let m = self.temp();
         let map = format!("fslat_agg_{}_max", a.id);
         vec![
-            format!("struct fslat_pct_max *{m} = bpf_map_lookup_elem(&{map}, &{key});"),
+            format!("struct fslat_pct_max *{m} = bpf_map_lookup_elem(&{map}, {key});"),
             format!("if (!{m}) {{"),
             "\tstruct fslat_pct_max fslat_zero = {};".into(),
-            format!("\tbpf_map_update_elem(&{map}, &{key}, &fslat_zero, BPF_NOEXIST);"),
-            format!("\t{m} = bpf_map_lookup_elem(&{map}, &{key});"),
+            format!("\tbpf_map_update_elem(&{map}, {key}, &fslat_zero, BPF_NOEXIST);"),
+            format!("\t{m} = bpf_map_lookup_elem(&{map}, {key});"),
             "}".into(),
             format!("if ({m})"),
             format!("\tfslat_pct_max_add({m}, {x}, fslat_pct_tag());"),

@@ -8,7 +8,7 @@ mod expr;
 use crate::check::program::*;
 use crate::syntax::ast::AggFunc;
 use ctypes::c_int;
-use expr::Phase;
+use expr::{Phase, Scratch};
 use handlebars::Handlebars;
 use serde::Serialize;
 use std::sync::LazyLock;
@@ -213,6 +213,8 @@ struct SessionData {
     aggregation_lines: Vec<String>,
     /// Set when the session is one multi-attach program for all its functions.
     multi: Option<MultiData>,
+    /// Bytes per slot of this program's per-CPU scratch map (0: it has none).
+    scratch: u32,
 }
 
 #[derive(Serialize)]
@@ -280,11 +282,11 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             .iter()
             .flat_map(|s| match mode.of_session(s) {
                 Mode::FsessionMulti => vec![multi_session_data(s)],
-                _ => s
+                m => s
                     .targets
                     .iter()
                     .enumerate()
-                    .map(|t| session_data(s, t))
+                    .map(|t| session_data(s, t, m == Mode::Fsession))
                     .collect(),
             })
             .collect(),
@@ -359,7 +361,7 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
     }
 }
 
-fn session_data(s: &Session, (t, target): (usize, &Target)) -> SessionData {
+fn session_data(s: &Session, (t, target): (usize, &Target), fsession: bool) -> SessionData {
     let prog = if s.several {
         format!("{}_{t}", s.index)
     } else {
@@ -369,7 +371,7 @@ fn session_data(s: &Session, (t, target): (usize, &Target)) -> SessionData {
         Some(Scalar { signed: true, .. }) => Some(format!("{} < 0", ret.ret_value())),
         _ => None,
     };
-    phases_data(s, target, prog, false, error_check, None)
+    phases_data(s, target, prog, false, fsession, error_check, None)
 }
 
 /// A session of several functions as one program: parameters and `ret` through the
@@ -439,6 +441,7 @@ fn multi_session_data(s: &Session) -> SessionData {
         first,
         s.index.to_string(),
         true,
+        true,
         error_check,
         Some(multi),
     )
@@ -460,10 +463,18 @@ fn phases_data(
     target: &Target,
     prog: String,
     multi: bool,
+    fsession: bool,
     error_check: impl FnOnce(&mut Phase) -> Option<String>,
     multi_data: Option<MultiData>,
 ) -> SessionData {
-    let mut entry = Phase::new(s, target, false, multi);
+    let scratch = |reject| Scratch {
+        map: format!("fslat_scratch_{prog}"),
+        reject,
+        used: 0,
+    };
+    // A call given up at fsession's entry must leave the cookie saying so.
+    let reject = if fsession { "*fslat_cookie = 0; " } else { "" };
+    let mut entry = Phase::new(s, target, false, multi, scratch(reject));
     let entry_filter = s.entry_filter.as_ref().map(|f| entry.expr(f));
     let entry_lines = entry.take_lines();
     let entry_values = (!s.entry_values.is_empty()).then(|| {
@@ -480,7 +491,7 @@ fn phases_data(
     });
     let entry_time_early = entry.uses_start();
 
-    let mut ret = Phase::new(s, target, true, multi);
+    let mut ret = Phase::new(s, target, true, multi, scratch(""));
     let error_check = error_check(&mut ret);
     let return_filter = s.return_filter.as_ref().map(|f| ret.expr(f));
     let return_lines = ret.take_lines();
@@ -498,6 +509,7 @@ fn phases_data(
         aggregation_lines.extend(ret.aggregate(a));
     }
     let action_lines = ret.take_lines();
+    let scratch = entry.scratch_used().max(ret.scratch_used());
 
     SessionData {
         index: s.index,
@@ -516,6 +528,7 @@ fn phases_data(
         event,
         aggregation_lines,
         multi: multi_data,
+        scratch,
     }
 }
 
