@@ -21,6 +21,10 @@ pub enum DiagKind {
     DurationTooLarge,
     BadEscape(String),
     NulInString,
+    StringLiteralTooLong {
+        len: usize,
+        max: usize,
+    },
     UnknownFunction {
         name: String,
     },
@@ -226,6 +230,9 @@ impl DiagKind {
             ),
             BadEscape(e) => format!("unknown escape `{e}` in a string"),
             NulInString => "a string cannot contain a NUL byte (`\\x00`)".into(),
+            StringLiteralTooLong { len, max } => {
+                format!("this string has {len} bytes; a string literal holds at most {max}")
+            }
             UnknownFunction { name } => {
                 format!("`{name}` is not a traceable kernel function (no BTF for it)")
             }

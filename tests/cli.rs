@@ -605,6 +605,29 @@ fn btf_that_is_not_a_file_is_refused_naming_the_option() {
     }
 }
 
+/// The fixture kernel's BTF with its `struct dentry` renamed to something that is C of its
+/// own: before, it went into the generated program as it was.
+#[test]
+fn btf_with_a_name_that_is_not_a_c_identifier_is_refused() {
+    let mut bytes = fslat::btf::Fixture::new().bytes().to_vec();
+    let (from, to) = (&b"\0dentry\0"[..], &b"\0d;#x\ny\0"[..]);
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("the fixture names struct dentry");
+    bytes[at..at + from.len()].copy_from_slice(to);
+    let file = tempfile::NamedTempFile::new().expect("a temporary file");
+    std::fs::write(file.path(), &bytes).expect("write the BTF");
+    let path = file.path().to_string_lossy().into_owned();
+    let script = "session vfs_read { emit file->f_path.dentry->d_name.name as name }";
+    let out = fslat(&["--btf", &path, "--emit", "c", "-e", script]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is named \"d;#x\\ny\""), "{stderr}");
+    assert!(stderr.contains("not a C identifier"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no C: {}", text(&out.stdout));
+}
+
 #[test]
 fn a_clang_that_is_not_clang_is_named_not_blamed_on_fslat() {
     let cases = [

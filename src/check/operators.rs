@@ -35,6 +35,10 @@ impl Checker<'_> {
                     },
                 },
             }),
+            // Folded as C computes it on 64 bits, so `x << (23 + ~5)` sees its width.
+            (UnOp::BitNot, Ty::Int(_)) if let ExprKind::Int(v) = e.kind => {
+                Ok(int_const(i128::from(!(v as u64))))
+            }
             (UnOp::BitNot, Ty::Int(s)) => Ok(Expr {
                 ty: Ty::Int(Scalar {
                     size: 8,

@@ -279,9 +279,15 @@ impl<'p> Phase<'p> {
         let l = self.expr(lhs);
         let r = self.expr(rhs);
         let cast = if signed { "__s64" } else { "__u64" };
+        // A number or pointer as a condition is compared with 0: clang warns about a
+        // constant operand of `&&` or `||` (`latency < 1us or 1`).
+        let truth = |e: &Expr, c: String| match e.ty {
+            Ty::Bool => format!("({c})"),
+            _ => format!("(({c}) != 0)"),
+        };
         match op {
-            BinOp::And => format!("(({l}) && ({r}))"),
-            BinOp::Or => format!("(({l}) || ({r}))"),
+            BinOp::And => format!("({} && {})", truth(lhs, l), truth(rhs, r)),
+            BinOp::Or => format!("({} || {})", truth(lhs, l), truth(rhs, r)),
             BinOp::Eq | BinOp::Ne if lhs.ty == Ty::Bool => {
                 format!("(!!({l}) {} !!({r}))", op.symbol())
             }

@@ -299,7 +299,7 @@ fn primary(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Expr {
         Rule::boolean => ExprKind::Bool(text == "true"),
         Rule::string => {
             let body = pair.into_inner().next().expect("string has a body");
-            ExprKind::Str(unescape(body.as_str(), body.as_span().start(), errors))
+            ExprKind::Str(string_literal(body, errors))
         }
         Rule::ident => ExprKind::Name(text.to_string()),
         Rule::positional => match &text[1..] {
@@ -346,6 +346,26 @@ pub(crate) fn parse_duration(text: &str) -> Option<u64> {
         _ => 1_000_000_000,
     };
     n.checked_mul(scale)
+}
+
+/// The most bytes a string literal may hold: clang copies a literal into an event or key
+/// with one store per 8 bytes and refuses more than 128 stores ("memcpy not supported").
+pub const MAX_STRING_LITERAL: usize = 1000;
+
+fn string_literal(body: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Vec<u8> {
+    let span = body.as_span();
+    let bytes = unescape(body.as_str(), span.start(), errors);
+    if bytes.len() > MAX_STRING_LITERAL {
+        // At its opening quote: the whole literal would be a very long caret.
+        errors.push(Diagnostic::new(
+            span.start().saturating_sub(1)..span.start(),
+            DiagKind::StringLiteralTooLong {
+                len: bytes.len(),
+                max: MAX_STRING_LITERAL,
+            },
+        ));
+    }
+    bytes
 }
 
 fn unescape(body: &str, offset: usize, errors: &mut Vec<Diagnostic>) -> Vec<u8> {

@@ -399,7 +399,7 @@ impl Btf {
             pos = next;
         }
 
-        Ok(Btf {
+        let btf = Btf {
             data,
             types,
             str_start,
@@ -408,7 +408,9 @@ impl Btf {
             scans: AtomicU32::new(0),
             features: OnceLock::new(),
             origin: None,
-        })
+        };
+        btf.check_names()?;
+        Ok(btf)
     }
 
     /// The first struct or union named `name` (forward declarations aside), e.g. for casts.
@@ -814,6 +816,7 @@ pub fn kernel_release() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+mod names;
 mod spell;
 #[cfg(test)]
 mod tests;
