@@ -25,6 +25,11 @@ pub enum DiagKind {
         len: usize,
         max: usize,
     },
+    TooManyStrings {
+        phase: &'static str,
+        bytes: u32,
+        limit: u32,
+    },
     UnknownFunction {
         name: String,
     },
@@ -230,6 +235,14 @@ impl DiagKind {
             ),
             BadEscape(e) => format!("unknown escape `{e}` in a string"),
             NulInString => "a string cannot contain a NUL byte (`\\x00`)".into(),
+            TooManyStrings {
+                phase,
+                bytes,
+                limit,
+            } => format!(
+                "this session compares {bytes} bytes of distinct strings {phase} (with its keys); \
+                 a BPF program has room for {limit}: compare fewer different fields"
+            ),
             StringLiteralTooLong { len, max } => {
                 format!("this string has {len} bytes; a string literal holds at most {max}")
             }

@@ -18,6 +18,7 @@ mod operators;
 mod phases;
 mod positional;
 pub mod program;
+mod scratch;
 
 pub use calls::CALLS;
 pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};
@@ -82,6 +83,17 @@ pub fn check_with(
             list.clone()
         };
         if let Some(checked) = cx.session(index, label, s) {
+            if let Some((phase, bytes)) = scratch::too_big(&checked) {
+                let limit = scratch::SCRATCH_BYTES;
+                cx.error(
+                    s.span.clone(),
+                    DiagKind::TooManyStrings {
+                        phase,
+                        bytes,
+                        limit,
+                    },
+                );
+            }
             sessions.push(checked);
         }
     }

@@ -23,6 +23,8 @@ pub struct Phase<'p> {
     /// String buffers already filled in this phase, by the expression they hold: each
     /// string (`comm`, a field) is read once per phase, however often it is compared.
     strings: HashMap<String, String>,
+    /// Bytes of string buffers on the stack so far.
+    stack_strings: u32,
     scratch: Scratch,
 }
 
@@ -40,6 +42,8 @@ pub struct Scratch {
 
 /// Values at least this big live in the scratch map rather than on the stack.
 const SCRATCH_FROM: u32 = 64;
+/// Bytes of small strings (`comm`) a phase keeps on the stack; more go to the scratch map.
+const STACK_STRINGS: u32 = 128;
 
 /// The table of session `index`'s parameter `param` slots, per function.
 pub fn slot_table(index: usize, param: usize) -> String {
@@ -63,6 +67,7 @@ impl<'p> Phase<'p> {
             declared: HashSet::new(),
             temps: 0,
             strings: HashMap::new(),
+            stack_strings: 0,
             scratch,
         }
     }
@@ -331,12 +336,14 @@ impl<'p> Phase<'p> {
             return buf.clone();
         }
         let buf = self.temp();
-        let name = if cap >= SCRATCH_FROM {
+        let on_stack = cap < SCRATCH_FROM && self.stack_strings + cap <= STACK_STRINGS;
+        let name = if !on_stack {
             let at = self.scratch(cap);
             self.lines
                 .push(format!("char (*{buf})[{cap}] = (void *){at};"));
             format!("(*{buf})")
         } else {
+            self.stack_strings += cap;
             self.lines.push(format!("char {buf}[{cap}];"));
             buf
         };
