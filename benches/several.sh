@@ -22,38 +22,7 @@ T=/tmp/bench
 mkdir -p "$T"
 export XDG_CACHE_HOME=$T/cache
 
-log() { echo "bench: $*" >&2; }
-getall() { grep -oE "(^| )$1=-?[0-9.]+" "$2" 2>/dev/null | sed 's/.*=//'; }
-get() { getall "$1" "$2" | head -1; }
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "" }'; }
-ms() { awk -v x="$1" 'BEGIN { if (x == "" || x < 0) print "FAIL"; else printf "%.0f", x / 1e6 }'; }
-
-run_case() { # NAME READY SIGNAL STEPS... -- TRACER...
-    local name=$1 ready=$2 sig=$3
-    shift 3
-    "$H" --ready "$ready" --signal "$sig" --timeout 900 --log "$T/$name.log" "$@" >"$T/$name.h" 2>>"$T/$name.err"
-    echo "[$name] $(tr '\n' ' ' <"$T/$name.h")" >&2
-    if [[ $(get attach_ns "$T/$name.h") == -1 || $(get exit "$T/$name.h") != 0 ]]; then
-        log "$name failed; its output:"
-        tail -n 15 "$T/$name.err" "$T/$name.log" >&2
-    fi
-}
-
-settle() {
-    local prev="" stable=0 i v
-    for i in $(seq 120); do
-        "$W" 5000 >"$T/settle.h"
-        v=$(get ns_per_call "$T/settle.h")
-        if [[ -n $prev ]] && awk -v a="$v" -v b="$prev" 'BEGIN { exit !(a < b * 1.003 && a > b * 0.997) }'; then
-            stable=$((stable + 1))
-        else
-            stable=0
-        fi
-        prev=$v
-        ((stable >= 2)) && { log "settled after $i runs at $v ns/call"; return; }
-    done
-    log "warning: per-call time did not settle (last $v)"
-}
+. "$(dirname "$0")/common.sh"
 
 chroot_ready=false
 if [[ -x $ROOT/usr/bin/bpftrace ]]; then
