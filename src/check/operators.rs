@@ -82,16 +82,7 @@ impl Checker<'_> {
         if op.is_logic() {
             let l = self.condition(scope, lhs);
             let r = self.condition(scope, rhs);
-            let (l, r) = (l?, r?);
-            return Ok(Expr {
-                ty: Ty::Bool,
-                kind: ExprKind::Binary {
-                    op,
-                    lhs: Box::new(l),
-                    rhs: Box::new(r),
-                    signed: false,
-                },
-            });
+            return Ok(Expr::logic(op, l?, r?));
         }
         let l = self.expr(scope, lhs);
         let r = self.expr(scope, rhs);

@@ -134,15 +134,7 @@ fn entry_approximation(e: &Expr) -> Option<Expr> {
         return None;
     };
     let (l, r) = (entry_approximation(lhs), entry_approximation(rhs));
-    let join = |op, l: Expr, r: Expr| Expr {
-        ty: Ty::Bool,
-        kind: ExprKind::Binary {
-            op,
-            lhs: Box::new(l),
-            rhs: Box::new(r),
-            signed: false,
-        },
-    };
+    let join = Expr::logic;
     match op {
         BinOp::And => match (l, r) {
             (Some(l), Some(r)) => Some(join(BinOp::And, l, r)),

@@ -272,6 +272,19 @@ pub enum Builtin {
 }
 
 impl Expr {
+    /// `lhs op rhs` for a logical `op` (`and`, `or`): a boolean of two booleans.
+    pub fn logic(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
+        Expr {
+            ty: Ty::Bool,
+            kind: ExprKind::Binary {
+                op,
+                lhs: Box::new(lhs),
+                rhs: Box::new(rhs),
+                signed: false,
+            },
+        }
+    }
+
     /// Whether evaluating this needs the return phase.
     pub fn at_return(&self) -> bool {
         match &self.kind {
