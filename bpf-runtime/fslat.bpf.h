@@ -67,27 +67,6 @@ struct fslat_counters {
 };
 
 /*
- * Which tasks are traced: `tgid` for -p (and -c without cgroup v2), `cgroup` (a cgroup v2
- * id) for -c, whose command and everything it starts run in a cgroup of their own; 0 in a
- * field means any. Set before load; the verifier prunes a check that is 0. Its own
- * section puts it at offset 0 of the `.rodata.fslat` map, where fslat writes it (tgid at
- * 0, cgroup at 8).
- */
-const volatile struct {
-	__u32 tgid;
-	__u32 pad;
-	__u64 cgroup;
-} fslat_target SEC(".rodata.fslat") = {};
-
-/* Whether the current task is outside what -p or -c asked for. */
-static __always_inline int fslat_untargeted(void)
-{
-	if (fslat_target.tgid && (__u32)(bpf_get_current_pid_tgid() >> 32) != fslat_target.tgid)
-		return 1;
-	return fslat_target.cgroup && bpf_get_current_cgroup_id() != fslat_target.cgroup;
-}
-
-/*
  * Reads a NUL-terminated string from kernel memory, or from user memory when the
  * pointer is a user address (parameters such as `const char __user *filename`).
  */
@@ -496,12 +475,12 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct fslat_path_scratch);
-} fslat_path_scratch SEC(".maps");
+} FSLAT_PATH_SCRATCH_MAP SEC(".maps");
 
 static struct fslat_path_scratch *fslat_path_buf(void)
 {
 	__u32 zero = 0;
-	return bpf_map_lookup_elem(&fslat_path_scratch, &zero);
+	return bpf_map_lookup_elem(&FSLAT_PATH_SCRATCH_MAP, &zero);
 }
 
 /* One step up: to the parent dentry, or across a mount point; 1 ends the walk. */
@@ -624,11 +603,11 @@ static __always_inline __s64 fslat_stackid(void *ctx, void *map, __u64 flags,
 #endif
 
 #ifdef FSLAT_WANT_KSTACK
-struct fslat_stack_map fslat_kstacks SEC(".maps");
+struct fslat_stack_map FSLAT_KSTACKS_MAP SEC(".maps");
 #endif
 
 #ifdef FSLAT_WANT_USTACK
-struct fslat_stack_map fslat_ustacks SEC(".maps");
+struct fslat_stack_map FSLAT_USTACKS_MAP SEC(".maps");
 
 /* Processes already announced to user space (see fslat_ustackid). */
 struct {
@@ -636,11 +615,11 @@ struct {
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, __u8);
-} fslat_ustack_tgids SEC(".maps");
+} FSLAT_USTACK_TGIDS_MAP SEC(".maps");
 
 /* A ring buffer record that is not an event: "tgid has user stacks, read its mappings
- * now", so its stacks can be symbolized after it has exited. */
-#define FSLAT_ANNOUNCE_ID 0xffffffffu
+ * now", so its stacks can be symbolized after it has exited. FSLAT_ANNOUNCE_ID comes
+ * from the program (src/check/resources.rs), which also checks the layout. */
 struct fslat_announce {
 	__u32 fslat_id;
 	__u32 tgid;
@@ -654,15 +633,15 @@ struct fslat_announce {
 static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, struct fslat_counters *c)
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-	__s64 id = fslat_stackid(ctx, &fslat_ustacks, FSLAT_F_USER_STACK, c);
+	__s64 id = fslat_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK, c);
 	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
 	__u8 one = 1;
-	if (id < 0 || bpf_map_update_elem(&fslat_ustack_tgids, &tgid, &one, BPF_NOEXIST))
+	if (id < 0 || bpf_map_update_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid, &one, BPF_NOEXIST))
 		return packed;
 	struct fslat_announce *a = bpf_ringbuf_reserve(ring, sizeof(*a), 0);
 	if (!a) {
 		/* Announce it with the next stack instead. */
-		bpf_map_delete_elem(&fslat_ustack_tgids, &tgid);
+		bpf_map_delete_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid);
 		return packed;
 	}
 	a->fslat_id = FSLAT_ANNOUNCE_ID;

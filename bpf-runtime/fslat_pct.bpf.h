@@ -44,12 +44,12 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u64);
-} fslat_interval SEC(".maps");
+} FSLAT_INTERVAL_MAP SEC(".maps");
 
 static __always_inline __u64 fslat_pct_tag(void)
 {
 	__u32 zero = 0;
-	__u64 *gen = bpf_map_lookup_elem(&fslat_interval, &zero);
+	__u64 *gen = bpf_map_lookup_elem(&FSLAT_INTERVAL_MAP, &zero);
 	return gen ? *gen + 1 : 1;
 }
 

@@ -18,6 +18,7 @@ mod operators;
 mod phases;
 mod positional;
 pub mod program;
+pub mod resources;
 mod scratch;
 
 pub use calls::CALLS;

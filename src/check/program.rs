@@ -4,7 +4,7 @@
 //! event's layout.
 
 use crate::btf::TypeId;
-use crate::syntax::ast::{AggFunc, BinOp, UnOp};
+pub use crate::syntax::ast::{AggFunc, BinOp, UnOp};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

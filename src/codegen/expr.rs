@@ -6,6 +6,7 @@
 
 use super::ctypes::{c_int, struct_name};
 use crate::check::program::*;
+use crate::check::resources::{EVENTS_MAP, KSTACKS_MAP};
 use crate::syntax::ast::{AggFunc, BinOp, UnOp};
 use std::collections::{HashMap, HashSet};
 
@@ -31,7 +32,7 @@ pub struct Phase<'p> {
 /// Where a phase keeps values too big for the BPF stack (512 bytes for the whole
 /// program): its slot of the session's per-CPU scratch map.
 pub struct Scratch {
-    /// The map, `fslat_scratch_PROG`.
+    /// The map (`Session::scratch_map`).
     pub map: String,
     /// What to do before giving up on a call when the map cannot be read (it always can:
     /// the verifier wants the check), e.g. clear the fsession cookie at entry.
@@ -184,10 +185,10 @@ impl<'p> Phase<'p> {
                 format!("({now} - fslat_start)")
             }
             Builtin::Kstack => self.declare("fslat_kstack", || {
-                "__s64 fslat_kstack = fslat_stackid(ctx, &fslat_kstacks, 0, fslat_c);".into()
+                format!("__s64 fslat_kstack = fslat_stackid(ctx, &{KSTACKS_MAP}, 0, fslat_c);")
             }),
             Builtin::Ustack => self.declare("fslat_ustack", || {
-                "__u64 fslat_ustack = fslat_ustackid(ctx, &fslat_events, fslat_c);".into()
+                format!("__u64 fslat_ustack = fslat_ustackid(ctx, &{EVENTS_MAP}, fslat_c);")
             }),
             Builtin::Comm | Builtin::Func => {
                 unreachable!("comm and func are strings: strings go through string_ref or store")
@@ -494,9 +495,9 @@ impl<'p> Phase<'p> {
             Some(arg) => format!("(__s64)({})", self.expr(arg)),
             None => "0".into(),
         };
+        let map = a.map();
         out.push(format!(
-            "{vtype} *{value} = bpf_map_lookup_elem(&fslat_agg_{}, {key});",
-            a.id
+            "{vtype} *{value} = bpf_map_lookup_elem(&{map}, {key});"
         ));
         out.push(format!("if (!{value}) {{"));
         let init = match start {
@@ -507,13 +508,9 @@ impl<'p> Phase<'p> {
             Start::Global(zero) => format!("&{zero}"),
         };
         out.push(format!(
-            "\tbpf_map_update_elem(&fslat_agg_{}, {key}, {init}, BPF_NOEXIST);",
-            a.id
+            "\tbpf_map_update_elem(&{map}, {key}, {init}, BPF_NOEXIST);"
         ));
-        out.push(format!(
-            "\t{value} = bpf_map_lookup_elem(&fslat_agg_{}, {key});",
-            a.id
-        ));
+        out.push(format!("\t{value} = bpf_map_lookup_elem(&{map}, {key});"));
         out.push("}".into());
         out.push(format!("if ({value})"));
         match a.linear {
@@ -537,11 +534,11 @@ impl<'p> Phase<'p> {
         block
     }
 
-    /// percentiles: this CPU's count and max of the key, in `fslat_agg_ID_max`. A lost
+    /// percentiles: this CPU's count and max of the key, in its max map. A lost
     /// update is counted once, by whichever map missed first.
     fn percentile_max(&mut self, a: &Aggregation, key: &str, value: &str, x: &str) -> Vec<String> {
         let m = self.temp();
-        let map = format!("fslat_agg_{}_max", a.id);
+        let map = a.max_map().expect("percentiles has a max map");
         vec![
             format!("struct fslat_pct_max *{m} = bpf_map_lookup_elem(&{map}, {key});"),
             format!("if (!{m}) {{"),

@@ -6,6 +6,7 @@ mod ctypes;
 mod expr;
 
 use crate::check::program::*;
+use crate::check::resources::{self, Counter, ProgRole, Setting};
 use crate::syntax::ast::AggFunc;
 use ctypes::c_int;
 use expr::{Phase, Scratch};
@@ -13,62 +14,7 @@ use handlebars::Handlebars;
 use serde::Serialize;
 use std::sync::LazyLock;
 
-/// How sessions attach.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub enum Mode {
-    /// One program at entry and return (Linux 7.0+).
-    Fsession,
-    /// An fentry and an fexit program sharing a per-thread map.
-    Fentry,
-    /// fsession, and a session of several functions is one program attached to all of
-    /// them through one link (Linux 7.2 multi-attach).
-    FsessionMulti,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::Fsession => "fsession",
-            Mode::Fentry => "fentry",
-            Mode::FsessionMulti => "fsession-multi",
-        }
-    }
-
-    /// The modes `program`'s sessions run in, as the run's messages name them
-    /// (`fsession`, or `fsession + fsession-multi` for a mix of one- and several-function
-    /// sessions on 7.2).
-    pub fn of_program(self, program: &crate::check::program::Program) -> String {
-        let mut names: Vec<&str> = Vec::new();
-        for s in &program.sessions {
-            let n = self.of_session(s).name();
-            if !names.contains(&n) {
-                names.push(n);
-            }
-        }
-        if names.is_empty() {
-            names.push(self.name());
-        }
-        names.join(" + ")
-    }
-
-    /// The mode session `s` runs in: a one-function session in fsession-multi mode is
-    /// an ordinary fsession program.
-    pub fn of_session(self, s: &Session) -> Mode {
-        match self {
-            Mode::FsessionMulti if !s.several => Mode::Fsession,
-            m => m,
-        }
-    }
-}
-
-/// The attach type the kernel knows multi-attach fsession programs by
-/// (`BPF_TRACE_FSESSION_MULTI` in `enum bpf_attach_type`, Linux 7.2).
-pub const FSESSION_MULTI_ATTACH_TYPE: u32 = 61;
-
-/// The name of session `index`'s multi-attach program.
-pub fn multi_prog_name(index: usize) -> String {
-    format!("fslat_multi_{index}")
-}
+pub use crate::check::resources::Mode;
 
 /// Calls in flight per session that fentry mode can remember.
 pub const INFLIGHT_ENTRIES: u32 = 10240;
@@ -149,10 +95,51 @@ struct ProgramData {
     /// The most `entry()` values one session saves (0: none; FSLAT_ENTRY_VALUES).
     entry_values: usize,
     session_count: usize,
+    maps: MapNames,
+    settings: SettingsData,
+    counters: Vec<LayoutField>,
+    counters_size: usize,
+    announce: AnnounceData,
     structs: Vec<StructData>,
     events: Vec<EventData>,
     aggregations: Vec<AggMapData>,
     sessions: Vec<SessionData>,
+}
+
+/// The names of the maps and sections the templates and fslat.bpf.h define.
+#[derive(Serialize)]
+struct MapNames {
+    events: &'static str,
+    counters: &'static str,
+    kstacks: &'static str,
+    ustacks: &'static str,
+    ustack_tgids: &'static str,
+    interval: &'static str,
+    path_scratch: &'static str,
+    multi_section: &'static str,
+}
+
+/// The ring buffer record `ustack` announces a process with.
+#[derive(Serialize)]
+struct AnnounceData {
+    id: u32,
+    tgid_offset: usize,
+}
+
+#[derive(Serialize)]
+struct SettingsData {
+    section: &'static str,
+    fields: Vec<LayoutField>,
+    size: usize,
+}
+
+/// A field of a struct both sides read, with where fslat expects it.
+#[derive(Serialize)]
+struct LayoutField {
+    name: &'static str,
+    decl: String,
+    offset: usize,
+    about: &'static str,
 }
 
 #[derive(Serialize)]
@@ -180,12 +167,13 @@ struct FieldData {
 #[derive(Serialize)]
 struct AggMapData {
     id: usize,
+    map: String,
     title: String,
     key_fields: Vec<String>,
     key_size: u32,
     value_type: String,
-    /// percentiles: the per-CPU map of counts and maxima, `fslat_agg_ID_max`.
-    max_map: bool,
+    /// percentiles: the per-CPU map of counts and maxima.
+    max_map: Option<String>,
     /// lhist: the slots of its own value struct, `struct fslat_lhist_ID`.
     lhist_slots: Option<usize>,
     entries: u32,
@@ -194,9 +182,14 @@ struct AggMapData {
 #[derive(Serialize)]
 struct SessionData {
     index: usize,
-    /// Names this program and its maps: the session index, then `_T` for target T of a
-    /// several-function session.
+    /// The fsession (or multi-attach) program's name.
     prog: String,
+    /// fentry mode: the two programs and the map of calls in flight between them.
+    entry_prog: String,
+    exit_prog: String,
+    calls_map: String,
+    /// fsession: the map of `entry()` values between entry and return.
+    entry_values_map: String,
     label: String,
     func: String,
     inflight: u32,
@@ -213,7 +206,9 @@ struct SessionData {
     aggregation_lines: Vec<String>,
     /// Set when the session is one multi-attach program for all its functions.
     multi: Option<MultiData>,
-    /// Bytes per slot of this program's per-CPU scratch map (0: it has none).
+    /// The per-CPU scratch map of this session's program (or fentry/fexit pair), and
+    /// its bytes per slot (0: it has none).
+    scratch_map: String,
     scratch: u32,
 }
 
@@ -257,6 +252,43 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             .max()
             .unwrap_or(0),
         session_count: program.sessions.len().max(1),
+        maps: MapNames {
+            events: resources::EVENTS_MAP,
+            counters: resources::COUNTERS_MAP,
+            kstacks: resources::KSTACKS_MAP,
+            ustacks: resources::USTACKS_MAP,
+            ustack_tgids: resources::USTACK_TGIDS_MAP,
+            interval: resources::INTERVAL_MAP,
+            path_scratch: resources::PATH_SCRATCH_MAP,
+            multi_section: resources::MULTI_SECTION,
+        },
+        settings: SettingsData {
+            section: resources::SETTINGS_SECTION,
+            fields: Setting::ALL
+                .iter()
+                .map(|s| LayoutField {
+                    name: s.field(),
+                    decl: format!("{} {}", c_int(s.size() as u32, false), s.field()),
+                    offset: s.offset(),
+                    about: s.about(),
+                })
+                .collect(),
+            size: Setting::struct_size(),
+        },
+        counters: Counter::ALL
+            .iter()
+            .map(|c| LayoutField {
+                name: c.field(),
+                decl: format!("__u64 {}", c.field()),
+                offset: c.offset(),
+                about: "",
+            })
+            .collect(),
+        counters_size: Counter::struct_size(),
+        announce: AnnounceData {
+            id: resources::ANNOUNCE_ID,
+            tgid_offset: resources::ANNOUNCE_TGID_OFFSET,
+        },
         structs: program
             .structs
             .iter()
@@ -334,6 +366,7 @@ fn event_data(e: &EventSchema) -> EventData {
 fn agg_map_data(a: &Aggregation) -> AggMapData {
     AggMapData {
         id: a.id,
+        map: a.map(),
         title: a.title.replace("*/", "* /"),
         key_fields: if a.keys.is_empty() {
             vec!["__u32 none".into()]
@@ -351,7 +384,7 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
             AggFunc::Percentiles => "struct fslat_pct".into(),
             _ => "struct fslat_stat".into(),
         },
-        max_map: a.func == AggFunc::Percentiles,
+        max_map: a.max_map(),
         lhist_slots: a.linear.map(|l| l.slots()),
         entries: if a.func == AggFunc::Percentiles {
             PCT_ENTRIES
@@ -362,16 +395,11 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
 }
 
 fn session_data(s: &Session, (t, target): (usize, &Target), fsession: bool) -> SessionData {
-    let prog = if s.several {
-        format!("{}_{t}", s.index)
-    } else {
-        s.index.to_string()
-    };
     let error_check = |ret: &mut Phase| match target.ret {
         Some(Scalar { signed: true, .. }) => Some(format!("{} < 0", ret.ret_value())),
         _ => None,
     };
-    phases_data(s, target, prog, false, fsession, error_check, None)
+    phases_data(s, target, t, false, fsession, error_check, None)
 }
 
 /// A session of several functions as one program: parameters and `ret` through the
@@ -436,15 +464,7 @@ fn multi_session_data(s: &Session) -> SessionData {
         tables,
         funcs: s.targets.iter().map(|t| t.func.clone()).collect(),
     };
-    phases_data(
-        s,
-        first,
-        s.index.to_string(),
-        true,
-        true,
-        error_check,
-        Some(multi),
-    )
+    phases_data(s, first, 0, true, true, error_check, Some(multi))
 }
 
 /// `Some("a, b, ...")` when the values are not all the same.
@@ -461,14 +481,20 @@ fn differing(values: impl Iterator<Item = usize>) -> Option<String> {
 fn phases_data(
     s: &Session,
     target: &Target,
-    prog: String,
+    t: usize,
     multi: bool,
     fsession: bool,
     error_check: impl FnOnce(&mut Phase) -> Option<String>,
     multi_data: Option<MultiData>,
 ) -> SessionData {
+    let role = if multi {
+        ProgRole::Multi
+    } else {
+        ProgRole::Session
+    };
+    let scratch_map = s.scratch_map(role, t);
     let scratch = |reject| Scratch {
-        map: format!("fslat_scratch_{prog}"),
+        map: scratch_map.clone(),
         reject,
         used: 0,
     };
@@ -513,7 +539,11 @@ fn phases_data(
 
     SessionData {
         index: s.index,
-        prog,
+        prog: s.prog_name(role, t),
+        entry_prog: s.prog_name(ProgRole::Entry, t),
+        exit_prog: s.prog_name(ProgRole::Exit, t),
+        calls_map: s.calls_map(t),
+        entry_values_map: s.entry_values_map(role, t),
         label: s.label.clone(),
         func: target.func.clone(),
         inflight: INFLIGHT_ENTRIES,
@@ -528,6 +558,7 @@ fn phases_data(
         event,
         aggregation_lines,
         multi: multi_data,
+        scratch_map,
         scratch,
     }
 }

@@ -11,9 +11,8 @@ mod prometheus;
 pub use otlp::{OtlpTarget, Pusher};
 pub use prometheus::{Server, encode};
 
-use crate::check::program::Linear;
+use crate::check::program::{AggFunc, Linear};
 use crate::output::{Summary, Value};
-use crate::syntax::ast::AggFunc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 

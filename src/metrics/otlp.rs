@@ -10,7 +10,7 @@
 //! event: the tracing loop only publishes snapshots.
 
 use super::{AggSeries, Board, PointValue, Snapshot, histograms, row_labels, scale};
-use crate::syntax::ast::AggFunc;
+use crate::check::program::AggFunc;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::{

@@ -5,8 +5,8 @@
 //! reads holds one worker for a few seconds and never reaches the tracing loop.
 
 use super::{AggSeries, Board, PointValue, Snapshot, histograms, row_labels, scale};
+use crate::check::program::AggFunc;
 use crate::output::Summary;
-use crate::syntax::ast::AggFunc;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;

@@ -4,9 +4,8 @@
 use super::interval::IntervalStamp;
 use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
-use crate::check::program::{EventSchema, Linear};
+use crate::check::program::{AggFunc, EventSchema, Linear};
 use crate::stacks::StackTable;
-use crate::syntax::ast::AggFunc;
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
 use std::rc::Rc;

@@ -80,7 +80,7 @@ pub struct AggResult {
     /// The aggregation's name (`as NAME` or derived): unique in the program.
     pub name: String,
     pub title: String,
-    pub func: crate::syntax::ast::AggFunc,
+    pub func: crate::check::program::AggFunc,
     pub duration: bool,
     /// `lhist`'s buckets (else a `hist`'s powers of two).
     pub linear: Option<Linear>,

@@ -1,6 +1,6 @@
 use super::*;
 use crate::btf::Fixture;
-use crate::codegen::Mode;
+use crate::check::resources::Mode;
 
 fn program(script: &str) -> Program {
     crate::compile(script, &Fixture::new(), Mode::Fsession)
@@ -113,7 +113,7 @@ fn hist_result(duration: bool, rows: Vec<(&str, Vec<(usize, u64)>)>) -> AggResul
         session: "vfs_read".into(),
         name: "vfs_read_hist_latency".into(),
         title: "hist(latency) by comm".into(),
-        func: crate::syntax::ast::AggFunc::Hist,
+        func: crate::check::program::AggFunc::Hist,
         duration,
         linear: None,
         key_names: vec!["comm".into()],
@@ -229,7 +229,7 @@ fn percentiles_print_count_quantiles_and_max_on_one_line() {
         session: "vfs_read".into(),
         name: "lat".into(),
         title: "percentiles(latency) by comm".into(),
-        func: crate::syntax::ast::AggFunc::Percentiles,
+        func: crate::check::program::AggFunc::Percentiles,
         duration: true,
         linear: None,
         key_names: vec!["comm".into()],
@@ -265,7 +265,7 @@ fn lhist_rows_print_their_linear_bounds_in_text_and_json() {
         session: "vfs_write".into(),
         name: "sizes".into(),
         title: "lhist(count, 10, 40, 10)".into(),
-        func: crate::syntax::ast::AggFunc::Lhist,
+        func: crate::check::program::AggFunc::Lhist,
         duration: false,
         linear: Some(l),
         key_names: vec![],

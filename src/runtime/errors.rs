@@ -184,29 +184,22 @@ fn logged_session(log: &str, program: &Program) -> Option<String> {
         .map(|p| session_of_prog(program, p))
 }
 
-/// `fslat_session_0` / `fslat_entry_0` / `fslat_exit_3_7` → the session and, after it,
-/// the target's index (0 for a one-function session).
-fn indexes_of_prog(prog: &str) -> Option<(usize, usize)> {
-    let mut parts = prog.split('_').skip(2);
-    let session = parts.next()?.parse().ok()?;
-    let target = parts.next().map_or(Some(0), |t| t.parse().ok())?;
-    Some((session, target))
-}
-
 /// The session's label for a program's name.
 fn session_of_prog(program: &Program, prog: &str) -> String {
-    indexes_of_prog(prog)
-        .and_then(|(i, _)| program.sessions.get(i))
+    program
+        .progs()
+        .get(prog)
+        .and_then(|p| program.sessions.get(p.session))
         .map_or_else(|| prog.to_string(), |s| s.label.clone())
 }
 
 /// The kernel function a program's name is for.
 fn function_of_prog(program: &Program, prog: &str) -> Option<String> {
-    let (i, t) = indexes_of_prog(prog)?;
-    let s = program.sessions.get(i)?;
+    let p = *program.progs().get(prog)?;
+    let s = program.sessions.get(p.session)?;
     Some(
         s.targets
-            .get(t)
+            .get(p.target)
             .map_or_else(|| s.func.clone(), |t| t.func.clone()),
     )
 }
@@ -227,7 +220,7 @@ mod tests {
         crate::compile(
             "session vfs_read { emit }",
             &crate::btf::Fixture::new(),
-            crate::codegen::Mode::Fsession,
+            crate::check::resources::Mode::Fsession,
         )
         .unwrap()
         .0

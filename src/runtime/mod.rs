@@ -11,13 +11,14 @@ pub mod snapshot;
 pub use errors::RuntimeError;
 
 use crate::check::program::Program;
-use crate::codegen::Mode;
+use crate::check::resources::{self, Counter, Mode, ProgRole, Setting};
 use crate::metrics;
 use crate::output::interval::IntervalStamp;
 use crate::output::{AggResult, Decoder, Summary, Writer};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::os::fd::AsFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -73,21 +74,23 @@ pub fn run(
         .map_err(RuntimeError::libbpf("opening the BPF object"))?;
     for mut map in open.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
-        if name == ".rodata.fslat" {
-            // `fslat_target` in fslat.bpf.h: tgid at 0, cgroup at 8.
+        if name == resources::SETTINGS_SECTION {
             let data = map
                 .initial_value_mut()
-                .filter(|d| d.len() >= 16)
-                .ok_or(RuntimeError::Missing("fslat_target in .rodata.fslat"))?;
-            data[..4].copy_from_slice(&settings.target_tgid.to_ne_bytes());
-            data[8..16].copy_from_slice(&settings.target_cgroup.to_ne_bytes());
-        } else if name == "fslat_events" {
+                .filter(|d| d.len() >= Setting::struct_size())
+                .ok_or(RuntimeError::Missing(
+                    "struct fslat_settings in its section",
+                ))?;
+            write_settings(data, settings);
+        } else if name == resources::EVENTS_MAP {
             map.set_max_entries(settings.ring_size)
                 .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;
         }
     }
+    let progs = program.progs();
     for mut prog in open.progs_mut() {
-        if multi_session(program, &prog.name().to_string_lossy()).is_some() {
+        let role = progs.get(&*prog.name().to_string_lossy()).map(|p| p.role);
+        if role == Some(ProgRole::Multi) {
             multi::prepare(&mut prog).map_err(|e| RuntimeError::MultiAttach {
                 session: prog.name().to_string_lossy().into_owned(),
                 reason: e.to_string(),
@@ -105,10 +108,14 @@ pub fn run(
     for exits in [true, false] {
         for prog in obj.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
-            if name.starts_with("fslat_exit_") != exits {
+            let found = progs.get(&name);
+            if found.is_some_and(|p| p.role == ProgRole::Exit) != exits {
                 continue;
             }
-            if let Some(s) = multi_session(program, &name) {
+            if let Some(s) = found
+                .filter(|p| p.role == ProgRole::Multi)
+                .and_then(|p| program.sessions.get(p.session))
+            {
                 let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
                 let failed = |reason: String| RuntimeError::MultiAttach {
                     session: s.label.clone(),
@@ -135,8 +142,8 @@ pub fn run(
                 .map_err(RuntimeError::libbpf("opening a stack map"))
         };
         let table = Rc::new(StackTable::new(
-            handle("fslat_kstacks")?,
-            handle("fslat_ustacks")?,
+            handle(resources::KSTACKS_MAP)?,
+            handle(resources::USTACKS_MAP)?,
             settings.mode,
         ));
         out.set_stacks(table.clone());
@@ -152,7 +159,7 @@ pub fn run(
         bad: 0,
         io: None,
     });
-    let ring = match obj.maps().find(|m| m.name() == "fslat_events") {
+    let ring = match obj.maps().find(|m| m.name() == resources::EVENTS_MAP) {
         Some(map) => {
             let mut b = RingBufferBuilder::new();
             b.add(&map, |record: &[u8]| {
@@ -252,14 +259,11 @@ pub fn run(
         .sessions
         .iter()
         .filter_map(|s| {
-            // One map per function: `fslat_calls_I`, or `fslat_calls_I_T` for several.
-            let name = format!("fslat_calls_{}", s.index);
-            let prefix = format!("{name}_");
+            let names: HashSet<String> = (0..s.targets.len()).map(|t| s.calls_map(t)).collect();
             let maps: Vec<_> = obj
                 .maps()
                 .filter(|m| {
-                    let n = m.name().to_string_lossy();
-                    (n == name || n.starts_with(&prefix))
+                    names.contains(&*m.name().to_string_lossy())
                         && m.map_type() == libbpf_rs::MapType::Hash
                 })
                 .collect();
@@ -337,9 +341,9 @@ fn summaries(
 ) -> Result<Vec<Summary>, RuntimeError> {
     let counters = obj
         .maps()
-        .find(|m| m.name() == "fslat_counters")
-        .ok_or(RuntimeError::Missing("fslat_counters"))?;
-    let missed = misses::per_session(obj, program.sessions.len());
+        .find(|m| m.name() == resources::COUNTERS_MAP)
+        .ok_or(RuntimeError::Missing(resources::COUNTERS_MAP))?;
+    let missed = misses::per_session(obj, program);
     let mut out = Vec::new();
     for s in &program.sessions {
         let key = (s.index as u32).to_ne_bytes();
@@ -347,23 +351,19 @@ fn summaries(
             .lookup_percpu(&key, MapFlags::ANY)
             .map_err(RuntimeError::libbpf("reading the counters"))?
             .unwrap_or_default();
-        let mut sum = [0u64; 7];
-        for cpu in per_cpu {
-            for (i, total) in sum.iter_mut().enumerate() {
-                *total += u64_at(&cpu, i);
-            }
-        }
+        let total =
+            |c: Counter| -> u64 { per_cpu.iter().map(|cpu| u64_at(cpu, c.offset() / 8)).sum() };
         out.push(Summary {
             label: s.label.clone(),
             mode: settings.mode.of_session(s).name(),
-            calls: sum[0],
-            matched: sum[1],
-            errors: sum[2],
-            dropped: sum[3],
-            unpaired: sum[4],
-            agg_lost: (!s.aggregations.is_empty()).then_some(sum[5]),
+            calls: total(Counter::Calls),
+            matched: total(Counter::Matched),
+            errors: total(Counter::Errors),
+            dropped: total(Counter::Dropped),
+            unpaired: total(Counter::Unpaired),
+            agg_lost: (!s.aggregations.is_empty()).then(|| total(Counter::AggLost)),
             functions: s.several.then_some(s.targets.len()),
-            stack_lost: s.uses_stacks().then_some(sum[6]),
+            stack_lost: s.uses_stacks().then(|| total(Counter::StackLost)),
             missed: missed.get(s.index).copied().flatten(),
             events: events[s.index],
         });
@@ -403,13 +403,18 @@ fn snapshot(
     })
 }
 
-/// The session a multi-attach program (`fslat_multi_N`) is for.
-fn multi_session<'p>(
-    program: &'p Program,
-    prog: &str,
-) -> Option<&'p crate::check::program::Session> {
-    let index: usize = prog.strip_prefix("fslat_multi_")?.parse().ok()?;
-    program.sessions.get(index)
+/// Writes this run's settings into `fslat_settings` (the initial value of its section).
+fn write_settings(data: &mut [u8], settings: &Settings) {
+    for s in Setting::ALL {
+        let value = match s {
+            Setting::TargetTgid => settings.target_tgid.to_ne_bytes().to_vec(),
+            Setting::TargetCgroup => settings.target_cgroup.to_ne_bytes().to_vec(),
+        };
+        let at = s.offset();
+        if let Some(field) = data.get_mut(at..at + value.len()) {
+            field.copy_from_slice(&value);
+        }
+    }
 }
 
 struct State<'w> {
@@ -427,17 +432,18 @@ fn u64_at(bytes: &[u8], i: usize) -> u64 {
         .map_or(0, u64::from_ne_bytes)
 }
 
-/// The process a ring buffer record announces (fslat.bpf.h, `fslat_announce`), if it is
-/// such a record.
+/// The process a ring buffer record announces (`resources::ANNOUNCE_ID`), if it is such
+/// a record.
 fn announced_tgid(record: &[u8]) -> Option<u32> {
-    const ANNOUNCE_ID: u32 = 0xffff_ffff;
-    let word = |i: usize| {
+    let u32_at = |at: usize| {
         record
-            .get(i * 4..i * 4 + 4)
+            .get(at..at + 4)
             .and_then(|b| b.try_into().ok())
             .map(u32::from_ne_bytes)
     };
-    (word(0)? == ANNOUNCE_ID).then(|| word(1)).flatten()
+    (u32_at(0)? == resources::ANNOUNCE_ID)
+        .then(|| u32_at(resources::ANNOUNCE_TGID_OFFSET))
+        .flatten()
 }
 
 fn print_interval(
@@ -450,4 +456,33 @@ fn print_interval(
         out.aggregation(r).map_err(RuntimeError::Output)?;
     }
     out.flush().map_err(RuntimeError::Output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_land_where_the_generated_struct_has_them() {
+        let settings = Settings {
+            mode: Mode::Fsession,
+            target_tgid: 0x1122_3344,
+            target_cgroup: 0x5566_7788_99aa_bbcc,
+            duration: None,
+            interval: None,
+            ring_size: DEFAULT_RING_SIZE,
+            verbose: false,
+            metrics: None,
+        };
+        // `struct fslat_settings { __u32 target_tgid; __u64 target_cgroup; }`: the
+        // cgroup is 8-aligned, after 4 bytes of padding.
+        assert_eq!(Setting::struct_size(), 16);
+        let mut data = vec![0xffu8; 16];
+        write_settings(&mut data, &settings);
+        let mut expected = Vec::new();
+        expected.extend(0x1122_3344u32.to_ne_bytes());
+        expected.extend([0xff; 4]);
+        expected.extend(0x5566_7788_99aa_bbccu64.to_ne_bytes());
+        assert_eq!(data, expected);
+    }
 }

@@ -8,11 +8,14 @@
 //! resolves it); the link is created with `link_create.tracing_multi = { ids, cookies,
 //! cnt }`, one BTF function id and one cookie (`bpf_get_attach_cookie`) per function.
 
-use crate::codegen::FSESSION_MULTI_ATTACH_TYPE;
 use crate::sys::bpf;
 use libbpf_rs::OpenProgramMut;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
+
+/// The attach type the kernel knows multi-attach fsession programs by
+/// (`BPF_TRACE_FSESSION_MULTI` in `enum bpf_attach_type`, Linux 7.2).
+const FSESSION_MULTI_ATTACH_TYPE: u32 = 61;
 
 /// Makes `prog` load as a multi-attach fsession program (before the object loads).
 pub fn prepare(prog: &mut OpenProgramMut) -> io::Result<()> {

@@ -4,22 +4,21 @@
 //! and the intervals add up to the run. Counts, sums, histogram and percentile buckets
 //! difference exactly. Two things cannot be differenced:
 //! - `percentiles`' max: the kernel keeps, per CPU, the max of the current interval
-//!   tagged with its generation (`fslat_interval`, which user space bumps before each
+//!   tagged with its generation (`resources::INTERVAL_MAP`, which user space bumps before each
 //!   read), next to the max over the run;
 //! - `min()` and `max()`: with `-i` they are over the run so far (docs/language.md).
 //!
 //! The metrics exporter reads the cumulative snapshots (`Snapshots::cumulative`).
 
 use super::RuntimeError;
-use crate::check::program::FieldKind;
-use crate::check::program::{Aggregation, Program};
+use crate::check::program::{AggFunc, Aggregation, FieldKind, Program};
+use crate::check::resources::INTERVAL_MAP;
 use crate::metrics;
 use crate::output::buckets::PCT_SLOTS;
 use crate::output::interval::IntervalStamp;
 use crate::output::percentiles::Pct;
 use crate::output::{AggResult, AggRow, AggValue, Value, read_value};
 use crate::stacks::StackTable;
-use crate::syntax::ast::AggFunc;
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::BTreeMap;
 
@@ -328,7 +327,7 @@ impl Snapshots {
         let tag = self.generation + 1;
         if bump {
             self.generation += 1;
-            if let Some(map) = obj.maps().find(|m| m.name() == "fslat_interval") {
+            if let Some(map) = obj.maps().find(|m| m.name() == INTERVAL_MAP) {
                 map.update(
                     &0u32.to_ne_bytes(),
                     &self.generation.to_ne_bytes(),
@@ -369,15 +368,13 @@ pub fn read_all(
 ) -> Result<Vec<AggSnapshot>, RuntimeError> {
     aggregations(program)
         .map(|(_, a)| {
-            let name = format!("fslat_agg_{}", a.id);
             let find = |name: &str| obj.maps().find(|m| m.name().to_string_lossy() == name);
-            let map = find(&name).ok_or(RuntimeError::Missing("an aggregation map"))?;
-            let max_map = match a.func {
-                AggFunc::Percentiles => Some(
-                    find(&format!("{name}_max"))
-                        .ok_or(RuntimeError::Missing("a percentiles max map"))?,
-                ),
-                _ => None,
+            let map = find(&a.map()).ok_or(RuntimeError::Missing("an aggregation map"))?;
+            let max_map = match a.max_map() {
+                Some(name) => {
+                    Some(find(&name).ok_or(RuntimeError::Missing("a percentiles max map"))?)
+                }
+                None => None,
             };
             AggSnapshot::read(&map, max_map.as_ref(), a, tag)
         })

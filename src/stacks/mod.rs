@@ -12,7 +12,7 @@ mod maps;
 mod modules;
 
 use crate::check::program::StackKind;
-use crate::codegen::Mode;
+use crate::check::resources::Mode;
 use blazesym::symbolize::source::{Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};

@@ -1,0 +1,373 @@
+//! What the BPF object made from a checked program holds, by name: its maps, programs and
+//! sections, the settings fslat writes into it before load and the counters it reads
+//! back. This is the contract between codegen (with `templates/` and `bpf-runtime/`) and
+//! the runtime: codegen spells every name from here and the runtime finds every name
+//! here, so renaming a map is one edit.
+
+use super::program::{AggFunc, Aggregation, Program, Session};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// How sessions attach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// One program at entry and return (Linux 7.0+).
+    Fsession,
+    /// An fentry and an fexit program sharing a per-thread map.
+    Fentry,
+    /// fsession, and a session of several functions is one program attached to all of
+    /// them through one link (Linux 7.2 multi-attach).
+    FsessionMulti,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Fsession => "fsession",
+            Mode::Fentry => "fentry",
+            Mode::FsessionMulti => "fsession-multi",
+        }
+    }
+
+    /// The modes `program`'s sessions run in, as the run's messages name them
+    /// (`fsession`, or `fsession + fsession-multi` for a mix of one- and several-function
+    /// sessions on 7.2).
+    pub fn of_program(self, program: &Program) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for s in &program.sessions {
+            let n = self.of_session(s).name();
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        if names.is_empty() {
+            names.push(self.name());
+        }
+        names.join(" + ")
+    }
+
+    /// The mode session `s` runs in: a one-function session in fsession-multi mode is
+    /// an ordinary fsession program.
+    pub fn of_session(self, s: &Session) -> Mode {
+        match self {
+            Mode::FsessionMulti if !s.several => Mode::Fsession,
+            m => m,
+        }
+    }
+}
+
+/// The ring buffer events (and `ustack`'s announcements) go through.
+pub const EVENTS_MAP: &str = "fslat_events";
+/// Each session's counters: a per-CPU array of `struct fslat_counters`, by session index.
+pub const COUNTERS_MAP: &str = "fslat_counters";
+/// The stack maps the ids of `kstack` and `ustack` values name (fslat.bpf.h).
+pub const KSTACKS_MAP: &str = "fslat_kstacks";
+pub const USTACKS_MAP: &str = "fslat_ustacks";
+/// The processes whose user stacks were announced (only the kernel side reads it).
+pub const USTACK_TGIDS_MAP: &str = "fslat_ustack_tgids";
+/// `path()`'s per-CPU buffer for walking a path (only the kernel side reads it).
+pub const PATH_SCRATCH_MAP: &str = "fslat_path_scratch";
+/// `percentiles`' interval generation, which user space bumps before each `-i` read
+/// (fslat_pct.bpf.h).
+pub const INTERVAL_MAP: &str = "fslat_interval";
+/// The schema id of a ring buffer record that is not an event: `struct fslat_announce`
+/// (fslat.bpf.h), the `u32` tgid after it, a process whose user stacks must be symbolized.
+pub const ANNOUNCE_ID: u32 = 0xffff_ffff;
+/// Where the announced tgid sits in the record.
+pub const ANNOUNCE_TGID_OFFSET: usize = 4;
+/// The section of multi-attach programs, which libbpf cannot attach by itself.
+pub const MULTI_SECTION: &str = "fslat.multi";
+
+impl Aggregation {
+    /// The hash map of its values, by key.
+    pub fn map(&self) -> String {
+        format!("fslat_agg_{}", self.id)
+    }
+
+    /// `percentiles`: the per-CPU map of each key's count and max.
+    pub fn max_map(&self) -> Option<String> {
+        (self.func == AggFunc::Percentiles).then(|| format!("{}_max", self.map()))
+    }
+}
+
+/// What a BPF program of the object does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgRole {
+    /// fsession: entry and return of one function.
+    Session,
+    /// fentry mode: the entry of one function.
+    Entry,
+    /// fentry mode: the return of one function.
+    Exit,
+    /// fsession-multi: entry and return of every function of a session.
+    Multi,
+}
+
+impl ProgRole {
+    const ALL: [ProgRole; 4] = [
+        ProgRole::Session,
+        ProgRole::Entry,
+        ProgRole::Exit,
+        ProgRole::Multi,
+    ];
+}
+
+/// One BPF program of the object: what it does, for which session and function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prog {
+    pub role: ProgRole,
+    /// Index into the program's sessions.
+    pub session: usize,
+    /// Index into the session's targets (0 for a multi-attach program, which has them all).
+    pub target: usize,
+}
+
+impl Session {
+    /// The name of its program of `role` for target `t`: `fslat_session_I` for a
+    /// one-function session, `fslat_session_I_T` for one of several, `fslat_multi_I`.
+    pub fn prog_name(&self, role: ProgRole, t: usize) -> String {
+        let kind = match role {
+            ProgRole::Multi => return format!("fslat_multi_{}", self.index),
+            ProgRole::Session => "session",
+            ProgRole::Entry => "entry",
+            ProgRole::Exit => "exit",
+        };
+        format!("fslat_{kind}_{}", self.prog_suffix(t))
+    }
+
+    /// fentry mode: the map of target `t`'s calls in flight (`fslat_calls_I`, or
+    /// `fslat_calls_I_T` for one of several functions).
+    pub fn calls_map(&self, t: usize) -> String {
+        format!("fslat_calls_{}", self.prog_suffix(t))
+    }
+
+    /// fsession: the map of target `t`'s `entry()` values of calls in flight, for its
+    /// program of `role` (`fslat_entry_I`, `fslat_entry_I_T`; one map for a multi-attach
+    /// program). fentry mode keeps them in the calls map.
+    pub fn entry_values_map(&self, role: ProgRole, t: usize) -> String {
+        match role {
+            ProgRole::Multi => format!("fslat_entry_{}", self.index),
+            _ => format!("fslat_entry_{}", self.prog_suffix(t)),
+        }
+    }
+
+    /// The per-CPU map of what the BPF stack cannot hold (strings, big keys) for its
+    /// program of `role` for target `t` (`fslat_scratch_I`, `fslat_scratch_I_T`; in
+    /// fentry mode the entry and exit programs share it).
+    pub fn scratch_map(&self, role: ProgRole, t: usize) -> String {
+        match role {
+            ProgRole::Multi => format!("fslat_scratch_{}", self.index),
+            _ => format!("fslat_scratch_{}", self.prog_suffix(t)),
+        }
+    }
+
+    fn prog_suffix(&self, t: usize) -> String {
+        if self.several {
+            format!("{}_{t}", self.index)
+        } else {
+            self.index.to_string()
+        }
+    }
+}
+
+impl Program {
+    /// Every program the object may have (in whichever mode it was generated), by name.
+    pub fn progs(&self) -> HashMap<String, Prog> {
+        let mut progs = HashMap::new();
+        for s in &self.sessions {
+            for role in ProgRole::ALL {
+                let targets = if role == ProgRole::Multi {
+                    1
+                } else {
+                    s.targets.len()
+                };
+                for target in 0..targets {
+                    let prog = Prog {
+                        role,
+                        session: s.index,
+                        target,
+                    };
+                    progs.insert(s.prog_name(role, target), prog);
+                }
+            }
+        }
+        progs
+    }
+}
+
+/// The section of `fslat_settings`, the settings fslat writes before load: `const
+/// volatile`, so the verifier prunes what a setting of 0 ("off") disables.
+pub const SETTINGS_SECTION: &str = ".rodata.fslat";
+
+/// A field of `struct fslat_settings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// `-p` (and `-c` without cgroup v2): the one process traced; 0 traces every process.
+    TargetTgid,
+    /// `-c`: the cgroup v2 id whose tasks are traced; 0 traces every cgroup.
+    TargetCgroup,
+}
+
+impl Setting {
+    pub const ALL: [Setting; 2] = [Setting::TargetTgid, Setting::TargetCgroup];
+
+    pub fn field(self) -> &'static str {
+        match self {
+            Setting::TargetTgid => "target_tgid",
+            Setting::TargetCgroup => "target_cgroup",
+        }
+    }
+
+    /// What it is, for the comment in the C.
+    pub fn about(self) -> &'static str {
+        match self {
+            Setting::TargetTgid => "-p: the one process traced; 0 traces every process",
+            Setting::TargetCgroup => "-c: the cgroup v2 id traced; 0 traces every cgroup",
+        }
+    }
+
+    /// Every setting is an unsigned integer of this many bytes.
+    pub fn size(self) -> usize {
+        match self {
+            Setting::TargetTgid => 4,
+            Setting::TargetCgroup => 8,
+        }
+    }
+
+    /// Where it sits in the struct (each is aligned to its size, in the order of `ALL`).
+    pub fn offset(self) -> usize {
+        let mut at: usize = 0;
+        for s in Setting::ALL {
+            at = at.div_ceil(s.size()) * s.size();
+            if s == self {
+                break;
+            }
+            at += s.size();
+        }
+        at
+    }
+
+    /// The size of the whole struct.
+    pub fn struct_size() -> usize {
+        let end = Setting::ALL
+            .iter()
+            .map(|s| s.offset() + s.size())
+            .max()
+            .unwrap_or(0);
+        let align = Setting::ALL.iter().map(|s| s.size()).max().unwrap_or(1);
+        end.div_ceil(align) * align
+    }
+}
+
+/// A field of `struct fslat_counters` (fslat.bpf.h): one `__u64` each, per session and
+/// per CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// Passed the entry filter and returned.
+    Calls,
+    /// Passed the whole predicate.
+    Matched,
+    /// Among calls: a signed return value below 0.
+    Errors,
+    /// Events lost: the ring buffer was full.
+    Dropped,
+    /// fentry mode: the entry was not recorded (map full).
+    Unpaired,
+    /// Aggregation updates lost: the map was full.
+    AggLost,
+    /// `kstack`/`ustack` not captured or not stored.
+    StackLost,
+}
+
+impl Counter {
+    /// In the struct's order.
+    pub const ALL: [Counter; 7] = [
+        Counter::Calls,
+        Counter::Matched,
+        Counter::Errors,
+        Counter::Dropped,
+        Counter::Unpaired,
+        Counter::AggLost,
+        Counter::StackLost,
+    ];
+
+    pub fn field(self) -> &'static str {
+        match self {
+            Counter::Calls => "calls",
+            Counter::Matched => "matched",
+            Counter::Errors => "errors",
+            Counter::Dropped => "dropped",
+            Counter::Unpaired => "unpaired",
+            Counter::AggLost => "agg_lost",
+            Counter::StackLost => "stack_lost",
+        }
+    }
+
+    pub fn offset(self) -> usize {
+        8 * Counter::ALL
+            .iter()
+            .position(|c| *c == self)
+            .expect("every counter is in ALL")
+    }
+
+    /// The size of the whole struct.
+    pub fn struct_size() -> usize {
+        8 * Counter::ALL.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn programs_are_found_by_the_names_codegen_gives_them() {
+        let script = "session vfs_read\nsession vfs_read, vfs_write";
+        let ast = crate::syntax::parse(script).expect("parses");
+        let p = super::super::check(&ast, script, &crate::btf::Fixture::new()).expect("checks");
+        let (one, several) = (&p.sessions[0], &p.sessions[1]);
+        let cases = [
+            (
+                one.prog_name(ProgRole::Session, 0),
+                "fslat_session_0",
+                ProgRole::Session,
+                0,
+                0,
+            ),
+            (
+                one.prog_name(ProgRole::Exit, 0),
+                "fslat_exit_0",
+                ProgRole::Exit,
+                0,
+                0,
+            ),
+            (
+                several.prog_name(ProgRole::Entry, 1),
+                "fslat_entry_1_1",
+                ProgRole::Entry,
+                1,
+                1,
+            ),
+            (
+                several.prog_name(ProgRole::Multi, 0),
+                "fslat_multi_1",
+                ProgRole::Multi,
+                1,
+                0,
+            ),
+        ];
+        let progs = p.progs();
+        for (name, expected, role, session, target) in cases {
+            assert_eq!(name, expected);
+            let prog = Prog {
+                role,
+                session,
+                target,
+            };
+            assert_eq!(progs.get(&name), Some(&prog), "{name}");
+        }
+        assert_eq!(progs.get("fslat_session_2"), None);
+        assert_eq!(progs.get("fslat_session_1"), None, "one of several has _T");
+        assert_eq!(several.calls_map(1), "fslat_calls_1_1");
+    }
+}
