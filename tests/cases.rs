@@ -127,7 +127,8 @@ fn kind_name(kind: FieldKind) -> String {
 /// settings section fslat writes before load; not a section clang made on its own
 /// (`.rodata.cst32`, `.rodata.str1.1`, `fslat.bss` for zeroed globals).
 fn fslat_declares(map: &str) -> bool {
-    map == ".rodata.fslat" || map.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    map == fslat::check::resources::SETTINGS_SECTION
+        || map.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
