@@ -23,6 +23,11 @@ impl Checker<'_> {
         }
         match (op, &e.ty) {
             (UnOp::Neg, Ty::Int(_)) => Ok(match e.kind {
+                // As C computes it on 64 bits: minus a constant above i64's range is
+                // unsigned, and wraps (`-(~0)` is 1).
+                ExprKind::Int(v) if -v < i128::from(i64::MIN) => {
+                    int_const(i128::from((v as u64).wrapping_neg()))
+                }
                 ExprKind::Int(v) => int_const(-v),
                 _ => Expr {
                     ty: Ty::Int(Scalar {

@@ -104,3 +104,29 @@ fn positional_arguments_are_literals_typed_by_how_they_are_written() {
         "{s:?}"
     );
 }
+
+#[test]
+fn minus_folds_a_constant_as_c_computes_it_on_64_bits() {
+    for (expr, want) in [
+        ("-(~0)", 1),
+        ("-(~1081)", 1082),
+        ("-18446744073709551615", 1),
+        ("-(9223372036854775808)", i128::from(i64::MIN)),
+        ("-5", -5),
+        ("-(-5)", 5),
+    ] {
+        // `ret` (ssize_t) is signed, so it may be compared with a negative constant.
+        let script = format!("session vfs_read where ret == {expr}");
+        let s = session(&script);
+        let mut literals = Vec::new();
+        s.return_filter
+            .as_ref()
+            .expect("a filter at return")
+            .visit(&mut |e| {
+                if let ExprKind::Int(n) = e.kind {
+                    literals.push(n);
+                }
+            });
+        assert_eq!(literals, [want], "{expr}");
+    }
+}

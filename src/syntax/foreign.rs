@@ -555,12 +555,17 @@ fn translate_expr(text: &str) -> String {
     let mut rest = text.trim();
     while let Some(c) = rest.chars().next() {
         if c == '"' || c == '\'' {
+            // An unclosed quote takes the rest of the text (which may end inside a
+            // character of several bytes: only the quote's own byte is cut).
             let body = &rest[1..];
-            let end = body.find(c).map_or(body.len(), |e| e + 1);
+            let (inner, after) = match body.find(c) {
+                Some(e) => (&body[..e], &body[e + 1..]),
+                None => (body, ""),
+            };
             out.push('"');
-            out.push_str(&body[..end.saturating_sub(1).min(body.len())]);
+            out.push_str(inner);
             out.push('"');
-            rest = body.get(end..).unwrap_or("");
+            rest = after;
             continue;
         }
         let word = ident_at(rest);
