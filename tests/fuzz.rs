@@ -96,7 +96,12 @@ fn host() -> Result<bool, String> {
     let mut failures: Vec<String> = Vec::new();
     let mut stats = Stats::default();
     while next < to {
-        let mut child = Command::new(&exe)
+        // At most 4 GiB of address space per worker: an input that makes the compiler
+        // allocate without bound (one took 22 GiB, and the kernel's OOM killer stepped
+        // in) fails on its own, as a crasher, and leaves the machine's memory alone.
+        let mut child = Command::new("sh")
+            .args(["-c", "ulimit -v 4194304 && exec \"$0\" \"$@\""])
+            .arg(&exe)
             .args(["--worker", &seed.to_string(), &next.to_string()])
             .args([to.to_string(), every.to_string()])
             .current_dir(MANIFEST_DIR)
@@ -108,12 +113,16 @@ fn host() -> Result<bool, String> {
         let stdout = child.stdout.take().ok_or("no worker stdout")?;
         let mut current = None;
         let mut finished = false;
+        // The worker's tally so far, kept in case it dies before its final one.
+        let mut seen = Stats::default();
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             if let Some(i) = line.strip_prefix("input ") {
                 current = i.parse::<u64>().ok();
             } else if let Some(f) = line.strip_prefix("FAIL ") {
                 failures.push(f.to_string());
+            } else if let Some(s) = line.strip_prefix("partial ") {
+                seen = Stats::parse(s);
             } else if let Some(s) = line.strip_prefix("stats ") {
                 stats.add(&Stats::parse(s));
                 finished = true;
@@ -136,7 +145,8 @@ fn host() -> Result<bool, String> {
             "input {i} ({what}): the process died ({status}); the input is {}",
             file.display()
         ));
-        stats.inputs += i + 1 - next;
+        seen.inputs = i + 1 - next;
+        stats.add(&seen);
         next = i + 1;
     }
     let secs = started.elapsed().as_secs_f64();
@@ -400,6 +410,9 @@ fn worker(seed: u64, from: u64, to: u64, every: u64) -> ExitCode {
                 let _ = writeln!(out, "FAIL {f}");
             }
             batch.clear();
+        }
+        if (i + 1 - from) % 1000 == 0 {
+            let _ = writeln!(out, "partial {}", stats.line());
         }
     }
     let _ = writeln!(out, "stats {}", stats.line());

@@ -38,6 +38,19 @@ pub fn argument_value(arg: &str) -> Expr {
     }
 }
 
+/// `ARG1 ARG2 ARG3` for 3; past a few, the first two and the last (`$4000000000` must not
+/// spell out four billion words).
+fn args_up_to(n: usize) -> String {
+    if n <= 6 {
+        (1..=n)
+            .map(|i| format!("ARG{i}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    } else {
+        format!("ARG1 ARG2 ... ARG{n}")
+    }
+}
+
 /// Digits (and `_`) then one of the script's duration units.
 fn is_duration(text: &str) -> bool {
     let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(0);
@@ -55,8 +68,8 @@ impl Checker<'_> {
             None => {
                 let d =
                     Diagnostic::new(span, DiagKind::MissingPositional { n, given }).hint(format!(
-                        "give it after the script: `fslat SCRIPT.fsl{}`",
-                        (1..=n).map(|i| format!(" ARG{i}")).collect::<String>()
+                        "give it after the script: `fslat SCRIPT.fsl {}`",
+                        args_up_to(n)
                     ));
                 Err(self.error_with(d))
             }
@@ -72,6 +85,14 @@ impl Checker<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hint_for_a_missing_argument_names_at_most_a_few() {
+        assert_eq!(args_up_to(1), "ARG1");
+        assert_eq!(args_up_to(6), "ARG1 ARG2 ARG3 ARG4 ARG5 ARG6");
+        assert_eq!(args_up_to(7), "ARG1 ARG2 ... ARG7");
+        assert_eq!(args_up_to(4_000_000_000), "ARG1 ARG2 ... ARG4000000000");
+    }
 
     #[test]
     fn arguments_are_typed_by_how_they_are_written() {
