@@ -340,8 +340,20 @@ fn fold(e: Expr) -> Expr {
             };
         }
     };
+    // Past the range of a 64-bit value, arithmetic wraps as the C computes it (on __u64),
+    // so a folded shift width of `25 * ~2627` is seen, and checked, as what clang sees.
+    let in_range = |v: i128| v >= i128::from(i64::MIN) && v <= i128::from(u64::MAX);
+    let (x, y) = (a as u64, b as u64);
+    let v = match (op, v) {
+        (_, Some(v)) if in_range(v) => Some(v),
+        (BinOp::Add, _) => Some(i128::from(x.wrapping_add(y))),
+        (BinOp::Sub, _) => Some(i128::from(x.wrapping_sub(y))),
+        (BinOp::Mul, _) => Some(i128::from(x.wrapping_mul(y))),
+        (BinOp::Shl, Some(_)) => Some(i128::from(x << (y & 63))),
+        (_, v) => v,
+    };
     match v {
-        Some(v) if v >= i128::from(i64::MIN) && v <= i128::from(u64::MAX) => Expr {
+        Some(v) if in_range(v) => Expr {
             ty: if e.ty == Ty::Duration {
                 Ty::Duration
             } else {

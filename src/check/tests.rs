@@ -130,3 +130,29 @@ fn minus_folds_a_constant_as_c_computes_it_on_64_bits() {
         assert_eq!(literals, [want], "{expr}");
     }
 }
+
+#[test]
+fn arithmetic_on_constants_wraps_past_64_bits_as_c_computes_it() {
+    for (expr, want) in [
+        ("18446744073709551615 + 2", 1),
+        ("0 - 18446744073709551615", 1),
+        ("18446744073709551615 * 18446744073709551615", 1),
+        ("4294967296 * 4294967296", 0),
+        ("25 * ~2627", i128::from(25u64.wrapping_mul(!2627u64))),
+        ("3 << 63", 1 << 63),
+        ("1 - 5", -4),
+        ("-5 * 2", -10),
+    ] {
+        let s = session(&format!("session vfs_read where ret == {expr}"));
+        let mut literals = Vec::new();
+        s.return_filter
+            .as_ref()
+            .expect("a filter at return")
+            .visit(&mut |e| {
+                if let ExprKind::Int(n) = e.kind {
+                    literals.push(n);
+                }
+            });
+        assert_eq!(literals, [want], "{expr}");
+    }
+}
