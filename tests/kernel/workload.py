@@ -300,10 +300,11 @@ def main():
     s = sub.add_parser("ustack-c", help="exec a C program: main, load_config, read_chunk: N reads")
     s.add_argument("n", type=int)
     sub.add_parser("ebadf", help="a read on a write-only descriptor")
-    s = sub.add_parser("threads", help="T threads reading for SECONDS, one slow read")
+    s = sub.add_parser("threads", help="T threads reading for SECONDS, and N slow reads")
     s.add_argument("threads", type=int)
     s.add_argument("seconds", type=float)
     s.add_argument("--delay-ms", type=int, default=50)
+    s.add_argument("--slow-reads", type=int, default=1)
     s = sub.add_parser("slow-fifo", help="one slow read of a named FIFO in /tmp")
     s.add_argument("--delay-ms", type=int, default=50)
     s.add_argument("--name", default="fslat-slow-fifo")
@@ -365,8 +366,9 @@ def main():
         ts = [threading.Thread(target=reader) for _ in range(a.threads)]
         for t in ts:
             t.start()
-        # One known slow read, told apart from the threads' 1-byte reads by its size.
-        slow_pipe_read(a.delay_ms, ask=7)
+        # Known slow reads, told apart from the threads' 1-byte reads by their size.
+        for _ in range(a.slow_reads):
+            slow_pipe_read(a.delay_ms, ask=7)
         for t in ts:
             t.join()
     elif a.what == "slow-fifo":
