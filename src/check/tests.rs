@@ -105,6 +105,20 @@ fn positional_arguments_are_literals_typed_by_how_they_are_written() {
     );
 }
 
+/// The integer constants of a session's return-phase filter.
+fn return_literals(s: &Session) -> Vec<i128> {
+    let mut literals = Vec::new();
+    s.return_filter
+        .as_ref()
+        .expect("a filter at return")
+        .visit(&mut |e| {
+            if let ExprKind::Int(n) = e.kind {
+                literals.push(n);
+            }
+        });
+    literals
+}
+
 #[test]
 fn minus_folds_a_constant_as_c_computes_it_on_64_bits() {
     for (expr, want) in [
@@ -116,18 +130,8 @@ fn minus_folds_a_constant_as_c_computes_it_on_64_bits() {
         ("-(-5)", 5),
     ] {
         // `ret` (ssize_t) is signed, so it may be compared with a negative constant.
-        let script = format!("session vfs_read where ret == {expr}");
-        let s = session(&script);
-        let mut literals = Vec::new();
-        s.return_filter
-            .as_ref()
-            .expect("a filter at return")
-            .visit(&mut |e| {
-                if let ExprKind::Int(n) = e.kind {
-                    literals.push(n);
-                }
-            });
-        assert_eq!(literals, [want], "{expr}");
+        let s = session(&format!("session vfs_read where ret == {expr}"));
+        assert_eq!(return_literals(&s), [want], "{expr}");
     }
 }
 
@@ -144,15 +148,6 @@ fn arithmetic_on_constants_wraps_past_64_bits_as_c_computes_it() {
         ("-5 * 2", -10),
     ] {
         let s = session(&format!("session vfs_read where ret == {expr}"));
-        let mut literals = Vec::new();
-        s.return_filter
-            .as_ref()
-            .expect("a filter at return")
-            .visit(&mut |e| {
-                if let ExprKind::Int(n) = e.kind {
-                    literals.push(n);
-                }
-            });
-        assert_eq!(literals, [want], "{expr}");
+        assert_eq!(return_literals(&s), [want], "{expr}");
     }
 }
