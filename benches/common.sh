@@ -1,4 +1,4 @@
-# Shared by the guest benchmark scripts (benches/several.sh, benches/aggregations.sh):
+# Shared by the guest benchmark scripts (benches/guest.sh, several.sh, aggregations.sh):
 # reading the harness's KEY=VALUE figures, running one traced case, and waiting for the
 # per-call time to settle. Needs $H (harness), $W (workload) and $T (scratch dir).
 log() { echo "bench: $*" >&2; }
@@ -18,10 +18,12 @@ run_case() { # NAME READY SIGNAL STEPS... -- TRACER...
     fi
 }
 
+# Guest clock is instruction count: background boot work (ftrace init kworkers, a few
+# seconds) inflates early figures. Wait until three runs in a row agree within 0.3%.
 settle() {
     local prev="" stable=0 i v
     for i in $(seq 120); do
-        "$W" 5000 >"$T/settle.h"
+        "$W" 5000 >"$T/settle.h" # no pipeline: a second process would share the CPU
         v=$(get ns_per_call "$T/settle.h")
         if [[ -n $prev ]] && awk -v a="$v" -v b="$prev" 'BEGIN { exit !(a < b * 1.003 && a > b * 0.997) }'; then
             stable=$((stable + 1))
@@ -29,6 +31,7 @@ settle() {
             stable=0
         fi
         prev=$v
+        echo -n "$v " >&2
         ((stable >= 2)) && { log "settled after $i runs at $v ns/call"; return; }
     done
     log "warning: per-call time did not settle (last $v)"

@@ -46,12 +46,8 @@ fexit:vfs_read /@start[tid]/ {
 }
 END { clear(@start); }'
 
-log() { echo "bench: $*" >&2; }
-# key=value words of a harness report: the first value of KEY, or all of them.
-getall() { grep -oE "(^| )$1=-?[0-9.]+" "$2" 2>/dev/null | sed 's/.*=//'; }
-get() { getall "$1" "$2" | head -1; }
-median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "" }'; }
-ms() { awk -v x="$1" 'BEGIN { if (x == "" || x < 0) print "FAIL"; else printf "%.0f", x / 1e6 }'; }
+# log, get/getall (key=value words of a harness report), median, ms and settle.
+. "$(dirname "$0")/common.sh"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "–"; else printf "%.2f", a / b }'; }
 fix1() { awk -v x="$1" 'BEGIN { if (x == "") print "FAIL"; else printf "%.0f", x }'; }
 
@@ -73,27 +69,9 @@ ledger() {
         }'
 }
 
-# Guest clock is instruction count: background boot work (ftrace init kworkers, a few
-# seconds) inflates early figures. Wait until three runs in a row agree within 0.3%.
-settle() {
-    local prev="" stable=0 i v
-    for i in $(seq 120); do
-        "$W" 5000 >"$T/settle.h" # no pipeline: a second process would share the CPU
-        v=$(get ns_per_call "$T/settle.h")
-        if [[ -n $prev ]] && awk -v a="$v" -v b="$prev" 'BEGIN { exit !(a < b * 1.003 && a > b * 0.997) }'; then
-            stable=$((stable + 1))
-        else
-            stable=0
-        fi
-        prev=$v
-        echo -n "$v " >&2
-        ((stable >= 2)) && { log "settled after $i runs at $v ns/call"; return; }
-    done
-    log "warning: per-call time did not settle (last $v)"
-}
-
 # run_case NAME READY SIGNAL OUTFILE STEPS... -- TRACER...: one harness run; its report
-# lands in $T/NAME.h, the tracer's stderr/stdout in $T/NAME.log.
+# lands in $T/NAME.h, the tracer's stderr/stdout in $T/NAME.log. This one replaces
+# common.sh's: it can send the tracer's stdout to OUTFILE, and sets no timeout.
 run_case() {
     local name=$1 ready=$2 sig=$3 out=$4
     shift 4
