@@ -8,7 +8,7 @@ use crate::codegen::Mode;
 use std::path::PathBuf;
 
 /// The warm-start cache and this run's key in it: the script, the options that shape the
-/// program, this fslat binary and this kernel (release, build, BTF size).
+/// program, this fslat binary, the clang asked for and this kernel (release, build, BTF size).
 pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
     use sha2::{Digest, Sha256};
     use std::os::unix::fs::MetadataExt;
@@ -36,12 +36,24 @@ pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
         text.as_bytes(),
         // `$1`.. are constants in the program.
         format!("{} {}", opts.script_args.len(), opts.script_args.join("\0")).as_bytes(),
+        // The clang asked for (by name, as cheap as the rest): a run with another clang
+        // builds its own object, as the object cache's key already says.
+        clang_asked(opts).as_encoded_bytes(),
     ] {
         h.update(part);
         h.update([0]);
     }
     let key = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     Some((cache, key))
+}
+
+/// The clang this run would look for: `--clang`, else `FSLAT_CLANG`, else none named.
+fn clang_asked(opts: &Options) -> std::ffi::OsString {
+    opts.clang
+        .clone()
+        .map(PathBuf::into_os_string)
+        .or_else(|| std::env::var_os("FSLAT_CLANG"))
+        .unwrap_or_default()
 }
 
 pub fn lookup(cache: &Cache, key: &str) -> Option<(Mode, Program, Vec<u8>)> {
