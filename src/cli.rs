@@ -282,7 +282,7 @@ pub fn main() -> i32 {
         Ok(a) => a,
         Err(e) => {
             match usage_in_words(&e) {
-                Some(words) => eprintln!("fslat: error: {words}"),
+                Some(words) => crate::stderr_line!("fslat: error: {words}"),
                 None => {
                     let _ = e.print();
                 }
@@ -291,7 +291,7 @@ pub fn main() -> i32 {
         }
     };
     if let Some(words) = extra_words(&args) {
-        eprintln!("fslat: error: {words}");
+        crate::stderr_line!("fslat: error: {words}");
         return 2;
     }
     let result = match &args.command {

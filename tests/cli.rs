@@ -922,3 +922,23 @@ fn words_after_the_script_are_its_arguments() {
     );
     assert!(stderr.contains("`$3` is not given"), "{stderr}");
 }
+
+/// libbpf's log (-v) goes to standard error from a callback libbpf calls; a reader that
+/// went away (`fslat -v ... 2>&1 | head`) made the write panic there, and a panic in a
+/// callback from C aborted fslat (status 134). On this host the run then fails to load
+/// (not root, or function tracing forbidden); on one that traces, it ends after `-d 1`.
+#[test]
+fn a_closed_standard_error_during_libbpfs_log_does_not_abort() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(FSLAT)
+        .args(["-v", "-d", "1", "-e", "session vfs_read"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run fslat");
+    drop(child.stderr.take());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.signal(), None, "{status:?}");
+    assert!(matches!(status.code(), Some(0 | 1)), "{status:?}");
+}

@@ -152,10 +152,10 @@ pub fn report(e: &Error) {
     match e {
         Error::Interrupted => {}
         // Not fslat's failure: the run itself went well.
-        e @ Error::CommandFailed { .. } => eprintln!("fslat: {e}"),
+        e @ Error::CommandFailed { .. } => crate::stderr_line!("fslat: {e}"),
         e if broken_pipe(e) => {}
-        Error::Script(text) => eprint!("{text}"),
-        e => eprintln!("fslat: error: {e}"),
+        Error::Script(text) => crate::stderr_text!("{text}"),
+        e => crate::stderr_line!("fslat: error: {e}"),
     }
 }
 

@@ -67,7 +67,7 @@ pub fn traceability(opts: &Options) -> Rule {
 fn emit_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Mode {
     let mode = requested_mode(choice, kernel);
     if resolve_mode(choice, kernel).is_err() {
-        eprintln!("fslat: note: {}", Note::CannotLoadHere(mode));
+        crate::stderr_line!("fslat: note: {}", Note::CannotLoadHere(mode));
     }
     mode
 }
@@ -120,7 +120,7 @@ pub fn compile_script(
 fn report_skipped(program: &Program) {
     for s in &program.sessions {
         for (func, why) in &s.skipped {
-            eprintln!("fslat: {}: skipping `{func}`: {why}", s.label);
+            crate::stderr_line!("fslat: {}: skipping `{func}`: {why}", s.label);
         }
     }
 }

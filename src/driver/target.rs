@@ -33,7 +33,7 @@ impl Watched {
     pub fn exited(&mut self) -> bool {
         if !self.told && crate::sys::readable_now(&self.exit) {
             self.told = true;
-            eprintln!("fslat: process {} exited; the run ends", self.pid);
+            crate::stderr_line!("fslat: process {} exited; the run ends", self.pid);
         }
         self.told
     }
@@ -115,7 +115,7 @@ impl Drop for CommandCgroup {
             // A process that has just exited leaves its cgroup a moment later.
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        eprintln!(
+        crate::stderr_line!(
             "fslat: warning: could not remove the command's cgroup {}",
             self.dir.display()
         );

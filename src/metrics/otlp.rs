@@ -116,7 +116,7 @@ impl Pusher {
                         Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                     );
                     if let Err(e) = push(&target, &board.latest()) {
-                        eprintln!(
+                        crate::stderr_line!(
                             "fslat: warning: --otlp: pushing to {} failed: {e}",
                             target.url
                         );
