@@ -173,6 +173,10 @@ pub enum DiagKind {
         count: usize,
         max: usize,
     },
+    /// `func == "NAME"` where the session does not trace NAME.
+    NotTracedHere {
+        name: String,
+    },
     NotInEveryFunction {
         name: String,
         func: String,
@@ -351,6 +355,9 @@ impl DiagKind {
             TooManyFunctions { count, max } => {
                 format!("this session matches {count} functions, more than --max-functions ({max})")
             }
+            NotTracedHere { name } => format!(
+                "`func` is never `{name}`: this session traces no function of that name"
+            ),
             NotInEveryFunction { name, func, other } => match other {
                 Some(o) => format!(
                     "`{name}` is not a parameter of every function of this session: `{o}` has it, `{func}` does not"
