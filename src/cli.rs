@@ -104,7 +104,7 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "CMD", value_parser = non_empty)]
     pub cmd: Option<String>,
 
-    /// Stop after DUR (30, 30s, 500ms, 2m; more than 0, at most 24h)
+    /// Stop after DUR (30, 30s, 1.5s, 500ms, 2m; more than 0, at most 24h)
     #[arg(short, long, value_name = "DUR", value_parser = driver::parse_run_duration)]
     pub duration: Option<Duration>,
 

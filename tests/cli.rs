@@ -942,3 +942,39 @@ fn a_closed_standard_error_during_libbpfs_log_does_not_abort() {
     assert_eq!(status.signal(), None, "{status:?}");
     assert!(matches!(status.code(), Some(0 | 1)), "{status:?}");
 }
+
+#[test]
+fn durations_on_the_command_line_take_exact_decimals() {
+    let run = |flag: &str, value: &str| {
+        fslat(&[
+            "--emit",
+            "c",
+            "-o",
+            "/dev/null",
+            flag,
+            value,
+            "-e",
+            "session vfs_read { count() }",
+        ])
+    };
+    for (flag, value) in [
+        ("-d", "1.5s"),
+        ("-d", "0.25"),
+        ("-i", "0.5s"),
+        ("-d", "1.5m"),
+    ] {
+        let out = run(flag, value);
+        assert!(
+            out.status.success(),
+            "{flag} {value}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = run("-d", "1.5ns");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--duration") && err.contains("`1.5ns` is finer than a nanosecond"),
+        "{err}"
+    );
+}
