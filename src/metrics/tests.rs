@@ -286,6 +286,25 @@ fn the_server_answers_bad_requests_and_bare_line_feeds_at_once() {
 }
 
 #[test]
+fn an_otlp_push_to_a_receiver_that_never_answers_says_it_timed_out() {
+    let receiver = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", receiver.local_addr().unwrap());
+    let target = OtlpTarget::parse(&url).unwrap();
+    let wait = std::time::Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    let e = otlp::push(&target, &snapshot(), wait).unwrap_err();
+    assert!(started.elapsed() >= wait);
+    assert_eq!(e.to_string(), "timed out after 200ms waiting for an answer");
+    assert_eq!(
+        otlp::warning(&target, &e),
+        format!(
+            "fslat: warning: --otlp: pushing to {url} timed out after 200ms waiting for an answer"
+        )
+    );
+    drop(receiver);
+}
+
+#[test]
 fn a_dropped_server_frees_its_port() {
     let server = Server::start("127.0.0.1:0".parse().unwrap(), Board::new()).unwrap();
     let addr = server.addr;
