@@ -978,3 +978,56 @@ fn durations_on_the_command_line_take_exact_decimals() {
         "{err}"
     );
 }
+
+/// `pid` is the kernel's thread id: compared with the id of a process that has several
+/// threads, it sees the main thread only, and fslat says so.
+#[test]
+fn pid_compared_with_a_threaded_process_warns_that_pid_is_the_thread() {
+    // This test's own process, with one more thread held while fslat runs.
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let _ = done_rx.recv();
+    });
+    let pid = std::process::id();
+    let mut single = Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("start sleep");
+    let emit = |filter: String| {
+        fslat(&[
+            "--emit",
+            "c",
+            "-o",
+            "/dev/null",
+            "-e",
+            &format!("session vfs_read where {filter}"),
+        ])
+    };
+    let out = emit(format!("latency > 1ms and {pid} == pid"));
+    let threaded = emit(format!("tgid == {pid}"));
+    let one_thread = emit(format!("pid == {}", single.id()));
+    drop(done_tx);
+    thread.join().expect("join");
+    let _ = single.kill();
+    let _ = single.wait();
+
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let threads = err
+        .split(&format!("{pid} is a process with "))
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok());
+    assert!(threads.is_some_and(|n| n >= 2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "fslat: warning: vfs_read: `pid` is a thread id, and {pid} is a process with {} threads: `pid` compared with {pid} sees only its main thread; `tgid` is the process id (`tgid == {pid}`)\n",
+            threads.unwrap_or_default()
+        )
+    );
+    for other in [threaded, one_thread] {
+        assert!(other.status.success(), "{}", text(&other.stderr));
+        assert_eq!(text(&other.stderr), "", "no warning");
+    }
+}

@@ -9,7 +9,7 @@ mod session;
 mod target;
 mod warm;
 
-pub use error::{Error, Note, color_stderr, exit_status, report};
+pub use error::{Error, Note, Warning, color_stderr, exit_status, report};
 pub use options::{Emit, Format, ModeChoice, Options, parse_duration, parse_run_duration};
 pub use script::{open_interruptible, read_script};
 pub use session::{compile_and_run, run_object};
@@ -125,6 +125,42 @@ fn report_skipped(program: &Program) {
     }
 }
 
+/// A `pid` compared with the id of a running process that has several threads: `pid`
+/// is the thread, so the comparison sees the main thread only (bpftrace's `pid` is the
+/// process, and the mistake is easy to make).
+fn report_pid_of_threaded_process(program: &Program) {
+    use crate::check::program::{Builtin, ExprKind};
+    for s in &program.sessions {
+        let mut pids = std::collections::BTreeSet::new();
+        for filter in [&s.entry_filter, &s.return_filter].into_iter().flatten() {
+            filter.visit(&mut |e| {
+                if let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind
+                    && op.is_comparison()
+                {
+                    for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                        if let (ExprKind::Builtin(Builtin::Pid), ExprKind::Int(n)) =
+                            (&a.kind, &b.kind)
+                            && let Ok(pid) = u32::try_from(*n)
+                        {
+                            pids.insert(pid);
+                        }
+                    }
+                }
+            });
+        }
+        for pid in pids {
+            if let Some(threads) = target::threads_of_process(pid).filter(|&t| t > 1) {
+                let warning = Warning::PidOfThreadedProcess {
+                    session: s.label.clone(),
+                    pid,
+                    threads,
+                };
+                crate::stderr_line!("fslat: warning: {warning}");
+            }
+        }
+    }
+}
+
 /// Turns a stage's diagnostics into the error that prints them, rendered against `name`.
 fn script_error<'a>(name: &'a str, text: &'a str) -> impl Fn(Vec<Diagnostic>) -> Error + 'a {
     move |diags| Error::Script(render(&Source { name, text }, &diags, color_stderr()))
@@ -161,6 +197,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
     if let Some((cache, key)) = &warm
         && let Some((mode, program, object)) = warm::lookup(cache, key)
     {
+        report_pid_of_threaded_process(&program);
         return run_object(&program, &object, mode, opts);
     }
     // The parse needs no kernel.
@@ -190,6 +227,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
     if opts.verbose {
         report_skipped(&program);
     }
+    report_pid_of_threaded_process(&program);
     interrupted()?;
 
     match emit {

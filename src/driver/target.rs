@@ -54,6 +54,18 @@ pub fn check_process(pid: u32) -> Result<(), Error> {
     }
 }
 
+/// How many threads process `pid` has, when `pid` is a running process's id (its TGID).
+pub fn threads_of_process(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    (field("Tgid:")? == pid).then(|| field("Threads:"))?
+}
+
 /// `-c CMD`'s cgroup: created for the command while it waits to exec, removed at the end.
 pub struct CommandCgroup {
     dir: PathBuf,
