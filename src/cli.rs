@@ -104,7 +104,7 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "CMD", value_parser = non_empty)]
     pub cmd: Option<String>,
 
-    /// Stop after DUR (30, 30s, 500ms, 2m; more than 0, at most 24h)
+    /// Stop after DUR (30, 30s, 1.5s, 500ms, 2m; more than 0, at most 24h)
     #[arg(short, long, value_name = "DUR", value_parser = driver::parse_run_duration)]
     pub duration: Option<Duration>,
 
@@ -282,7 +282,7 @@ pub fn main() -> i32 {
         Ok(a) => a,
         Err(e) => {
             match usage_in_words(&e) {
-                Some(words) => eprintln!("fslat: error: {words}"),
+                Some(words) => crate::stderr_line!("fslat: error: {words}"),
                 None => {
                     let _ = e.print();
                 }
@@ -291,7 +291,7 @@ pub fn main() -> i32 {
         }
     };
     if let Some(words) = extra_words(&args) {
-        eprintln!("fslat: error: {words}");
+        crate::stderr_line!("fslat: error: {words}");
         return 2;
     }
     let result = match &args.command {

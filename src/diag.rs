@@ -173,6 +173,10 @@ pub enum DiagKind {
         count: usize,
         max: usize,
     },
+    /// `func == "NAME"` where the session does not trace NAME.
+    NotTracedHere {
+        name: String,
+    },
     NotInEveryFunction {
         name: String,
         func: String,
@@ -351,6 +355,9 @@ impl DiagKind {
             TooManyFunctions { count, max } => {
                 format!("this session matches {count} functions, more than --max-functions ({max})")
             }
+            NotTracedHere { name } => format!(
+                "`func` is never `{name}`: this session traces no function of that name"
+            ),
             NotInEveryFunction { name, func, other } => match other {
                 Some(o) => format!(
                     "`{name}` is not a parameter of every function of this session: `{o}` has it, `{func}` does not"
@@ -500,17 +507,42 @@ fn printable(line: &str) -> String {
         .collect()
 }
 
-/// The closest candidates to `name`, best first, for "did you mean" hints.
+/// The closest candidates to `name`, best first, for "did you mean" hints: names that
+/// hold `name` as a whole `_`-separated part (`ksys_read` for `read`), shortest first,
+/// then names within a few typing mistakes of it.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let limit = (name.len() / 3).max(1) + 1;
     let mut rows = Rows::default();
-    let mut scored: Vec<(usize, &str)> = candidates
+    let mut holding = Vec::new();
+    let mut near = Vec::new();
+    for c in candidates {
+        if holds_word(c, name) {
+            holding.push((c.len(), c));
+        } else if c.len().abs_diff(name.len()) <= limit
+            && let Some(d) = rows.distance(name, c, limit)
+        {
+            near.push((d, c));
+        }
+    }
+    holding.sort();
+    near.sort();
+    holding
         .into_iter()
-        .filter(|c| c.len().abs_diff(name.len()) <= limit)
-        .filter_map(|c| Some((rows.distance(name, c, limit)?, c)))
-        .collect();
-    scored.sort();
-    scored.into_iter().take(3).map(|(_, c)| c).collect()
+        .chain(near)
+        .take(3)
+        .map(|(_, c)| c)
+        .collect()
+}
+
+/// Whether `word` (3 bytes or more) is a whole `_`-separated part of the longer `name`.
+fn holds_word(name: &str, word: &str) -> bool {
+    word.len() >= 3
+        && name.len() > word.len()
+        && name.match_indices(word).any(|(at, _)| {
+            let end = at + word.len();
+            (at == 0 || name.as_bytes()[at - 1] == b'_')
+                && (end == name.len() || name.as_bytes()[end] == b'_')
+        })
 }
 
 /// Buffers for `distance`, reused across the ~60 000 names of a kernel.
@@ -566,6 +598,25 @@ mod tests {
     fn suggests_transposed_function_name() {
         let names = ["vfs_read", "vfs_write", "vfs_readv", "kernel_read"];
         assert_eq!(closest("vfs_raed", names)[0], "vfs_read");
+    }
+
+    #[test]
+    fn names_holding_the_word_come_before_typing_mistakes() {
+        let names = [
+            "jread",
+            "eat",
+            "vfs_read",
+            "ksys_read",
+            "vfs_readv",
+            "readahead",
+        ];
+        assert_eq!(closest("read", names), ["vfs_read", "ksys_read", "jread"]);
+        // A word inside another word is not a whole part; two letters are too few.
+        assert_eq!(
+            closest("ead", ["eat", "jread", "ead_x"]),
+            ["ead_x", "eat", "jread"]
+        );
+        assert!(closest("fs", ["vfs_read", "fs_read"]).is_empty());
     }
 
     #[test]

@@ -68,7 +68,7 @@ pub fn main() -> i32 {
     match report(&checks, &mut out) {
         Ok(()) => {}
         Err(e) => {
-            eprintln!("fslat: error: cannot write the report: {e}");
+            crate::stderr_line!("fslat: error: cannot write the report: {e}");
             return 1;
         }
     }

@@ -10,6 +10,27 @@
 //! Every `unsafe` system call is in `sys`; the rest of the crate may not use `unsafe`.
 
 #![deny(unsafe_code)]
+#![deny(clippy::print_stderr)]
+
+/// `eprintln!` that never panics. When standard error is closed (`fslat -v ... 2>&1 |
+/// head`) the line is lost, where `eprintln!` would panic, and a panic inside libbpf's
+/// print callback, called from C, aborts the process.
+#[macro_export]
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics (see `stderr_line!`).
+#[macro_export]
+macro_rules! stderr_text {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 pub mod btf;
 pub mod build;

@@ -165,9 +165,9 @@ pub fn list(
     } else {
         ("functions", "match")
     };
-    eprintln!("{found} {noun} {verb} `{}`", glob.unwrap_or("*"));
+    crate::stderr_line!("{found} {noun} {verb} `{}`", glob.unwrap_or("*"));
     if noted > 0 {
-        eprintln!(
+        crate::stderr_line!(
             "fslat: warning: {noted} of them {} copies that calls can run through unseen (partly inlined, or sharing the name); `-lv` marks which",
             if noted == 1 { "has" } else { "have" }
         );

@@ -14,7 +14,7 @@ fn main() {
         Ok(Ok(status)) => status,
         Ok(Err(_)) => 101,
         Err(e) => {
-            eprintln!("fslat: error: cannot start: {e}");
+            fslat::stderr_line!("fslat: error: cannot start: {e}");
             1
         }
     };

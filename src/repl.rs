@@ -65,7 +65,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         failures: 0,
     };
     if std::io::stdin().is_terminal() {
-        eprintln!(
+        crate::stderr_line!(
             "fslat {} — mode {} ({}). Type a session (Tab completes), :help for commands, Ctrl-D to leave.",
             env!("CARGO_PKG_VERSION"),
             opts.mode.word(),
@@ -128,7 +128,7 @@ impl Repl {
             self.failures += 1;
             match e {
                 ReplError::Driver(e) => driver::report(&e),
-                e => eprintln!("fslat: error: {e}"),
+                e => crate::stderr_line!("fslat: error: {e}"),
             }
         }
         Flow::Continue
@@ -146,7 +146,7 @@ impl Repl {
                 n => format!("{}: {n} functions", s.label),
             })
             .collect();
-        eprintln!(
+        crate::stderr_line!(
             "ok: {} ({}). :run to trace, :c for its C.",
             labels.join(", "),
             mode.of_program(&program)
@@ -161,14 +161,14 @@ impl Repl {
             None => (line, ""),
         };
         match name {
-            "help" | "h" => print_help(),
+            "help" | "h" => print_help()?,
             "c" => self.show_c()?,
             "run" => self.run(arg)?,
             "list" => self.list(arg)?,
             "mode" => self.mode(arg)?,
             "clear" => {
                 self.script = None;
-                eprintln!("The script is empty.");
+                crate::stderr_line!("The script is empty.");
             }
             "quit" | "q" | "exit" => return Ok(Flow::Quit),
             other => return Err(ReplError::UnknownCommand(other.to_string())),
@@ -194,8 +194,7 @@ impl Repl {
     }
 
     fn show_c(&self) -> Result<(), ReplError> {
-        print!("{}", self.compiled()?.c);
-        Ok(())
+        Ok(driver::write_output(None, self.compiled()?.c.as_bytes())?)
     }
 
     fn run(&mut self, arg: &str) -> Result<(), ReplError> {
@@ -228,7 +227,7 @@ impl Repl {
         signals::restore_sigterm();
         match result {
             Err(Error::Interrupted) | Err(Error::Build(_)) if interrupted => {
-                eprintln!("Interrupted while compiling.");
+                crate::stderr_line!("Interrupted while compiling.");
                 Ok(())
             }
             other => Ok(other?),
@@ -263,18 +262,21 @@ impl Repl {
             self.opts.mode = wanted;
         }
         let mode = driver::resolve_mode(self.opts.mode, self.kernel.as_ref())?;
-        eprintln!("Mode {} ({}).", self.opts.mode.word(), mode.name());
+        crate::stderr_line!("Mode {} ({}).", self.opts.mode.word(), mode.name());
         Ok(())
     }
 }
 
-fn print_help() {
-    println!("Type a script (one or more `session FUNC [where ...] [{{ ... }}]`); it is checked");
-    println!("at once and becomes the current script. An entry continues while a brace or a");
-    println!("parenthesis is open, or after a `\\` at the end of a line. Commands:");
+fn print_help() -> Result<(), Error> {
+    let mut text = String::from(
+        "Type a script (one or more `session FUNC [where ...] [{ ... }]`); it is checked\n\
+         at once and becomes the current script. An entry continues while a brace or a\n\
+         parenthesis is open, or after a `\\` at the end of a line. Commands:\n",
+    );
     for (name, args, what) in COMMANDS {
-        println!("  {:32} {what}", format!("{name}{args}"));
+        text.push_str(&format!("  {:32} {what}\n", format!("{name}{args}")));
     }
+    driver::write_output(None, text.as_bytes())
 }
 
 /// Where the history is kept: `$XDG_STATE_HOME/fslat/history`, else
@@ -321,7 +323,10 @@ fn interactive(repl: &mut Repl, assist: Assist) -> Result<(), Error> {
                         && let Err(e) = editor.append_history(h)
                         && !history_warned
                     {
-                        eprintln!("fslat: note: history is not saved to {}: {e}", h.display());
+                        crate::stderr_line!(
+                            "fslat: note: history is not saved to {}: {e}",
+                            h.display()
+                        );
                         history_warned = true;
                     }
                 }

@@ -922,3 +922,112 @@ fn words_after_the_script_are_its_arguments() {
     );
     assert!(stderr.contains("`$3` is not given"), "{stderr}");
 }
+
+/// libbpf's log (-v) goes to standard error from a callback libbpf calls; a reader that
+/// went away (`fslat -v ... 2>&1 | head`) made the write panic there, and a panic in a
+/// callback from C aborted fslat (status 134). On this host the run then fails to load
+/// (not root, or function tracing forbidden); on one that traces, it ends after `-d 1`.
+#[test]
+fn a_closed_standard_error_during_libbpfs_log_does_not_abort() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(FSLAT)
+        .args(["-v", "-d", "1", "-e", "session vfs_read"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run fslat");
+    drop(child.stderr.take());
+    let status = child.wait().expect("wait");
+    assert_eq!(status.signal(), None, "{status:?}");
+    assert!(matches!(status.code(), Some(0 | 1)), "{status:?}");
+}
+
+#[test]
+fn durations_on_the_command_line_take_exact_decimals() {
+    let run = |flag: &str, value: &str| {
+        fslat(&[
+            "--emit",
+            "c",
+            "-o",
+            "/dev/null",
+            flag,
+            value,
+            "-e",
+            "session vfs_read { count() }",
+        ])
+    };
+    for (flag, value) in [
+        ("-d", "1.5s"),
+        ("-d", "0.25"),
+        ("-i", "0.5s"),
+        ("-d", "1.5m"),
+    ] {
+        let out = run(flag, value);
+        assert!(
+            out.status.success(),
+            "{flag} {value}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = run("-d", "1.5ns");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--duration") && err.contains("`1.5ns` is finer than a nanosecond"),
+        "{err}"
+    );
+}
+
+/// `pid` is the kernel's thread id: compared with the id of a process that has several
+/// threads, it sees the main thread only, and fslat says so.
+#[test]
+fn pid_compared_with_a_threaded_process_warns_that_pid_is_the_thread() {
+    // This test's own process, with one more thread held while fslat runs.
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let _ = done_rx.recv();
+    });
+    let pid = std::process::id();
+    let mut single = Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("start sleep");
+    let emit = |filter: String| {
+        fslat(&[
+            "--emit",
+            "c",
+            "-o",
+            "/dev/null",
+            "-e",
+            &format!("session vfs_read where {filter}"),
+        ])
+    };
+    let out = emit(format!("latency > 1ms and {pid} == pid"));
+    let threaded = emit(format!("tgid == {pid}"));
+    let one_thread = emit(format!("pid == {}", single.id()));
+    drop(done_tx);
+    thread.join().expect("join");
+    let _ = single.kill();
+    let _ = single.wait();
+
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    let threads = err
+        .split(&format!("{pid} is a process with "))
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u32>().ok());
+    assert!(threads.is_some_and(|n| n >= 2), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "fslat: warning: vfs_read: `pid` is a thread id, and {pid} is a process with {} threads: `pid` compared with {pid} sees only its main thread; `tgid` is the process id (`tgid == {pid}`)\n",
+            threads.unwrap_or_default()
+        )
+    );
+    for other in [threaded, one_thread] {
+        assert!(other.status.success(), "{}", text(&other.stderr));
+        assert_eq!(text(&other.stderr), "", "no warning");
+    }
+}

@@ -16,6 +16,9 @@ use std::rc::Rc;
 /// Functions one session may trace unless `--max-functions` says otherwise.
 pub const DEFAULT_MAX_FUNCTIONS: usize = 1000;
 
+/// Functions a hint names before it says how many more there are.
+const MAX_NAMED: usize = 4;
+
 /// What the checker takes besides the script and the kernel's types.
 #[derive(Clone)]
 pub struct Options {
@@ -177,6 +180,35 @@ impl Checker<'_> {
             return None;
         }
         Some(func)
+    }
+
+    /// A string compared with `func` must name one of the session's functions, or the
+    /// comparison could never hold (`!=`: never fail).
+    pub(super) fn traced_function(
+        &mut self,
+        scope: &Scope,
+        name: &[u8],
+        span: Span,
+    ) -> Checked<()> {
+        if scope.funcs.iter().any(|f| f.name.as_bytes() == name) {
+            return Ok(());
+        }
+        let name = String::from_utf8_lossy(name).into_owned();
+        let traced: Vec<&str> = scope.funcs.iter().map(|f| f.name.as_str()).collect();
+        let near = closest(&name, traced.iter().copied());
+        let hint = if !near.is_empty() {
+            format!("did you mean {}?", quote_list(&near))
+        } else if traced.len() <= MAX_NAMED {
+            format!("the session traces {}", quote_list(&traced))
+        } else {
+            format!(
+                "the session traces {} and {} more",
+                quote_list(&traced[..MAX_NAMED]),
+                traced.len() - MAX_NAMED
+            )
+        };
+        let d = Diagnostic::new(span, DiagKind::NotTracedHere { name }).hint(hint);
+        Err(self.error_with(d))
     }
 
     /// The parameters of `func` with their context slots, and the slot `ret` follows.

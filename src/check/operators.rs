@@ -119,6 +119,14 @@ impl Checker<'_> {
                 if !matches!(op, BinOp::Eq | BinOp::Ne) {
                     return Err(self.error(span, DiagKind::StringOperator { op: op.symbol() }));
                 }
+                // `func` is one of the session's functions, and nothing else.
+                for (lit, other, lit_span) in [(&l, &r, &lhs.span), (&r, &l, &rhs.span)] {
+                    if let (ExprKind::Str(bytes), ExprKind::Builtin(Builtin::Func)) =
+                        (&lit.kind, &other.kind)
+                    {
+                        self.traced_function(scope, bytes, lit_span.clone())?;
+                    }
+                }
                 // A literal longer than what the other side can hold never matches.
                 for (lit, other_cap, lit_span) in [(&l, *b, &lhs.span), (&r, *a, &rhs.span)] {
                     if let ExprKind::Str(bytes) = &lit.kind

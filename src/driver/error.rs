@@ -124,6 +124,32 @@ impl std::fmt::Display for Note {
     }
 }
 
+/// What fslat warns about a script that will run, printed as `fslat: warning: ...`.
+#[derive(Debug)]
+pub enum Warning {
+    /// `pid == N` where N is a running process with several threads.
+    PidOfThreadedProcess {
+        session: String,
+        pid: u32,
+        threads: u32,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::PidOfThreadedProcess {
+                session,
+                pid,
+                threads,
+            } => write!(
+                f,
+                "{session}: `pid` is a thread id, and {pid} is a process with {threads} threads: `pid` compared with {pid} sees only its main thread; `tgid` is the process id (`tgid == {pid}`)"
+            ),
+        }
+    }
+}
+
 /// 130 for an interrupted start-up and 141 for a reader that went away (what a shell
 /// reports for a program ended by SIGINT or SIGPIPE); `-c`'s command's own status when it
 /// failed; 1 for every other failure.
@@ -152,10 +178,10 @@ pub fn report(e: &Error) {
     match e {
         Error::Interrupted => {}
         // Not fslat's failure: the run itself went well.
-        e @ Error::CommandFailed { .. } => eprintln!("fslat: {e}"),
+        e @ Error::CommandFailed { .. } => crate::stderr_line!("fslat: {e}"),
         e if broken_pipe(e) => {}
-        Error::Script(text) => eprint!("{text}"),
-        e => eprintln!("fslat: error: {e}"),
+        Error::Script(text) => crate::stderr_text!("{text}"),
+        e => crate::stderr_line!("fslat: error: {e}"),
     }
 }
 

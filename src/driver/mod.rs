@@ -9,7 +9,7 @@ mod session;
 mod target;
 mod warm;
 
-pub use error::{Error, Note, color_stderr, exit_status, report};
+pub use error::{Error, Note, Warning, color_stderr, exit_status, report};
 pub use options::{Emit, Format, ModeChoice, Options, parse_duration, parse_run_duration};
 pub use script::{open_interruptible, read_script};
 pub use session::{compile_and_run, run_object};
@@ -67,7 +67,7 @@ pub fn traceability(opts: &Options) -> Rule {
 fn emit_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Mode {
     let mode = requested_mode(choice, kernel);
     if resolve_mode(choice, kernel).is_err() {
-        eprintln!("fslat: note: {}", Note::CannotLoadHere(mode));
+        crate::stderr_line!("fslat: note: {}", Note::CannotLoadHere(mode));
     }
     mode
 }
@@ -120,7 +120,43 @@ pub fn compile_script(
 fn report_skipped(program: &Program) {
     for s in &program.sessions {
         for (func, why) in &s.skipped {
-            eprintln!("fslat: {}: skipping `{func}`: {why}", s.label);
+            crate::stderr_line!("fslat: {}: skipping `{func}`: {why}", s.label);
+        }
+    }
+}
+
+/// A `pid` compared with the id of a running process that has several threads: `pid`
+/// is the thread, so the comparison sees the main thread only (bpftrace's `pid` is the
+/// process, and the mistake is easy to make).
+fn report_pid_of_threaded_process(program: &Program) {
+    use crate::check::program::{Builtin, ExprKind};
+    for s in &program.sessions {
+        let mut pids = std::collections::BTreeSet::new();
+        for filter in [&s.entry_filter, &s.return_filter].into_iter().flatten() {
+            filter.visit(&mut |e| {
+                if let ExprKind::Binary { op, lhs, rhs, .. } = &e.kind
+                    && op.is_comparison()
+                {
+                    for (a, b) in [(lhs, rhs), (rhs, lhs)] {
+                        if let (ExprKind::Builtin(Builtin::Pid), ExprKind::Int(n)) =
+                            (&a.kind, &b.kind)
+                            && let Ok(pid) = u32::try_from(*n)
+                        {
+                            pids.insert(pid);
+                        }
+                    }
+                }
+            });
+        }
+        for pid in pids {
+            if let Some(threads) = target::threads_of_process(pid).filter(|&t| t > 1) {
+                let warning = Warning::PidOfThreadedProcess {
+                    session: s.label.clone(),
+                    pid,
+                    threads,
+                };
+                crate::stderr_line!("fslat: warning: {warning}");
+            }
         }
     }
 }
@@ -161,6 +197,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
     if let Some((cache, key)) = &warm
         && let Some((mode, program, object)) = warm::lookup(cache, key)
     {
+        report_pid_of_threaded_process(&program);
         return run_object(&program, &object, mode, opts);
     }
     // The parse needs no kernel.
@@ -190,6 +227,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
     if opts.verbose {
         report_skipped(&program);
     }
+    report_pid_of_threaded_process(&program);
     interrupted()?;
 
     match emit {

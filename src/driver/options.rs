@@ -70,19 +70,25 @@ impl ModeChoice {
     }
 }
 
-/// `30` (seconds), `30s`, `500ms`, `250us`, `2m`, `1h`.
+/// `30` (seconds), `30s`, `1.5s`, `500ms`, `250us`, `2m`, `1h`. A decimal is exact
+/// (`1.5s` is 1500 ms, `0.1ms` 100 us); one finer than a nanosecond is refused.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if s.is_empty() {
         return Err("the value is empty".into());
     }
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    if num.is_empty() {
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() {
         return Err(format!("`{s}` does not start with a number"));
     }
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("`{s}`: the number is too large"))?;
+    if number.ends_with('.') || fraction.contains('.') {
+        return Err(format!(
+            "`{s}` is not a number: write digits after one `.` (1.5s)"
+        ));
+    }
     let ns_per: u64 = match unit {
         "" | "s" => 1_000_000_000,
         "ms" => 1_000_000,
@@ -96,9 +102,25 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             ));
         }
     };
-    n.checked_mul(ns_per)
+    let too_long = || format!("`{s}` is too long");
+    let whole: u64 = whole.parse().map_err(|_| too_long())?;
+    let ns = whole.checked_mul(ns_per).ok_or_else(too_long)?;
+    // Past 20 digits (trailing zeros aside) no unit's nanoseconds divide evenly.
+    let fraction = fraction.trim_end_matches('0');
+    let finer = || format!("`{s}` is finer than a nanosecond");
+    if fraction.len() > 20 {
+        return Err(finer());
+    }
+    let scale = 10u128.pow(fraction.len() as u32);
+    let part = fraction.parse::<u128>().unwrap_or(0) * u128::from(ns_per);
+    if part % scale != 0 {
+        return Err(finer());
+    }
+    u64::try_from(part / scale)
+        .ok()
+        .and_then(|p| ns.checked_add(p))
         .map(Duration::from_nanos)
-        .ok_or_else(|| format!("`{s}` is too long"))
+        .ok_or_else(too_long)
 }
 
 /// A run's duration or interval: more than 0, at most a day.
@@ -111,4 +133,46 @@ pub fn parse_run_duration(s: &str) -> Result<Duration, String> {
         return Err(format!("`{s}` is more than 24h"));
     }
     Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_exact_decimals() {
+        let ms = Duration::from_millis;
+        for (text, want) in [
+            ("30", Ok(Duration::from_secs(30))),
+            ("1.5s", Ok(ms(1500))),
+            ("1.5", Ok(ms(1500))),
+            ("0.25ms", Ok(Duration::from_micros(250))),
+            ("1.50000s", Ok(ms(1500))),
+            ("0.5m", Ok(Duration::from_secs(30))),
+            ("1.5ns", Err("`1.5ns` is finer than a nanosecond")),
+            (
+                "0.0000000001s",
+                Err("`0.0000000001s` is finer than a nanosecond"),
+            ),
+            (".5s", Err("`.5s` does not start with a number")),
+            (
+                "1.s",
+                Err("`1.s` is not a number: write digits after one `.` (1.5s)"),
+            ),
+            (
+                "1.2.3s",
+                Err("`1.2.3s` is not a number: write digits after one `.` (1.5s)"),
+            ),
+            (
+                "1.5x",
+                Err("`1.5x`: unknown unit `x` (use ns, us, ms, s, m or h)"),
+            ),
+            (
+                "18446744073709551615.9s",
+                Err("`18446744073709551615.9s` is too long"),
+            ),
+        ] {
+            assert_eq!(parse_duration(text), want.map_err(str::to_string), "{text}");
+        }
+    }
 }

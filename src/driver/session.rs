@@ -73,7 +73,7 @@ pub fn run_object(
         Some(c) => match CommandCgroup::for_child(c.pid()) {
             Ok(cg) => Some(cg),
             Err(why) => {
-                eprintln!(
+                crate::stderr_line!(
                     "fslat: warning: -c: {why}; tracing only the command's own process, not the processes it starts"
                 );
                 None
@@ -100,7 +100,7 @@ pub fn run_object(
     let child = std::cell::RefCell::new(child);
     let labels: Vec<&str> = program.sessions.iter().map(|s| s.label.as_str()).collect();
     let mut attached = || {
-        eprintln!(
+        crate::stderr_line!(
             "Tracing {} session{} ({}, {}). Ctrl-C to end.",
             labels.len(),
             if labels.len() == 1 { "" } else { "s" },
@@ -110,7 +110,7 @@ pub fn run_object(
         if let Some(c) = child.borrow_mut().as_mut()
             && let Err(e) = c.release()
         {
-            eprintln!("fslat: error: the command could not start: {e}");
+            crate::stderr_line!("fslat: error: the command could not start: {e}");
         }
     };
     let outcome = runtime::run(
@@ -134,7 +134,7 @@ pub fn run_object(
     }
     let outcome = outcome?;
     if outcome.bad_records > 0 {
-        eprintln!(
+        crate::stderr_line!(
             "fslat: warning: {} record(s) did not match their event layout and were not printed (a bug in fslat; please report it)",
             outcome.bad_records
         );

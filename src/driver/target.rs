@@ -33,7 +33,7 @@ impl Watched {
     pub fn exited(&mut self) -> bool {
         if !self.told && crate::sys::readable_now(&self.exit) {
             self.told = true;
-            eprintln!("fslat: process {} exited; the run ends", self.pid);
+            crate::stderr_line!("fslat: process {} exited; the run ends", self.pid);
         }
         self.told
     }
@@ -52,6 +52,18 @@ pub fn check_process(pid: u32) -> Result<(), Error> {
         Some(tgid) if tgid != pid => Err(Error::ThreadNotProcess { tid: pid, tgid }),
         _ => Ok(()),
     }
+}
+
+/// How many threads process `pid` has, when `pid` is a running process's id (its TGID).
+pub fn threads_of_process(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    (field("Tgid:")? == pid).then(|| field("Threads:"))?
 }
 
 /// `-c CMD`'s cgroup: created for the command while it waits to exec, removed at the end.
@@ -115,7 +127,7 @@ impl Drop for CommandCgroup {
             // A process that has just exited leaves its cgroup a moment later.
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        eprintln!(
+        crate::stderr_line!(
             "fslat: warning: could not remove the command's cgroup {}",
             self.dir.display()
         );

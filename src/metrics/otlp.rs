@@ -115,11 +115,8 @@ impl Pusher {
                         stopped.recv_timeout(every),
                         Err(std::sync::mpsc::RecvTimeoutError::Timeout)
                     );
-                    if let Err(e) = push(&target, &board.latest()) {
-                        eprintln!(
-                            "fslat: warning: --otlp: pushing to {} failed: {e}",
-                            target.url
-                        );
+                    if let Err(e) = push(&target, &board.latest(), IO_TIMEOUT) {
+                        crate::stderr_line!("{}", warning(&target, &e));
                     }
                     if last {
                         return;
@@ -136,22 +133,61 @@ impl Pusher {
     }
 }
 
-fn push(target: &OtlpTarget, snapshot: &Snapshot) -> Result<(), String> {
+/// Why a push failed.
+#[derive(Debug)]
+pub(super) enum PushError {
+    /// The receiver took longer than the timeout to accept, take or answer the push.
+    TimedOut {
+        after: Duration,
+        doing: &'static str,
+    },
+    Failed(String),
+}
+
+impl std::fmt::Display for PushError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PushError::TimedOut { after, doing } => write!(f, "timed out after {after:?} {doing}"),
+            PushError::Failed(why) => write!(f, "failed: {why}"),
+        }
+    }
+}
+
+/// The line said on standard error for a failed push.
+pub(super) fn warning(target: &OtlpTarget, e: &PushError) -> String {
+    format!("fslat: warning: --otlp: pushing to {} {e}", target.url)
+}
+
+/// An I/O error in words: a timeout says how long it waited, not `EAGAIN`'s
+/// "Resource temporarily unavailable".
+fn io_error(after: Duration, doing: &'static str) -> impl Fn(std::io::Error) -> PushError {
+    move |e| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            PushError::TimedOut { after, doing }
+        }
+        _ => PushError::Failed(e.to_string()),
+    }
+}
+
+/// One push of `snapshot`, each step (connecting, sending, the answer) waiting at most
+/// `wait`.
+pub(super) fn push(
+    target: &OtlpTarget,
+    snapshot: &Snapshot,
+    wait: Duration,
+) -> Result<(), PushError> {
     let body = request(snapshot).encode_to_vec();
     let addr = target
         .authority
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {}: {e}", target.authority))?
+        .map_err(|e| PushError::Failed(format!("cannot resolve {}: {e}", target.authority)))?
         .next()
-        .ok_or_else(|| format!("{} resolves to no address", target.authority))?;
-    let mut stream =
-        TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(IO_TIMEOUT))
-        .map_err(|e| e.to_string())?;
-    stream
-        .set_write_timeout(Some(IO_TIMEOUT))
-        .map_err(|e| e.to_string())?;
+        .ok_or_else(|| PushError::Failed(format!("{} resolves to no address", target.authority)))?;
+    let mut stream = TcpStream::connect_timeout(&addr, wait.min(CONNECT_TIMEOUT))
+        .map_err(io_error(wait.min(CONNECT_TIMEOUT), "connecting"))?;
+    let failed = |e: std::io::Error| PushError::Failed(e.to_string());
+    stream.set_read_timeout(Some(wait)).map_err(failed)?;
+    stream.set_write_timeout(Some(wait)).map_err(failed)?;
     let head = format!(
         "POST {} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         target.path,
@@ -161,7 +197,7 @@ fn push(target: &OtlpTarget, snapshot: &Snapshot) -> Result<(), String> {
     stream
         .write_all(head.as_bytes())
         .and_then(|()| stream.write_all(&body))
-        .map_err(|e| e.to_string())?;
+        .map_err(io_error(wait, "sending"))?;
     let mut answer = Vec::new();
     // Only the status line matters; a receiver that keeps the connection open is cut
     // off by the read timeout or by having sent enough.
@@ -170,15 +206,17 @@ fn push(target: &OtlpTarget, snapshot: &Snapshot) -> Result<(), String> {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => answer.extend_from_slice(&buf[..n]),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(io_error(wait, "waiting for an answer")(e)),
         }
     }
     let status_line =
         String::from_utf8_lossy(answer.split(|&b| b == b'\r').next().unwrap_or(&[])).into_owned();
     match status_line.split(' ').nth(1) {
         Some(code) if code.starts_with('2') => Ok(()),
-        Some(_) => Err(format!("the receiver answered `{status_line}`")),
-        None => Err("the receiver sent no HTTP answer".into()),
+        Some(_) => Err(PushError::Failed(format!(
+            "the receiver answered `{status_line}`"
+        ))),
+        None => Err(PushError::Failed("the receiver sent no HTTP answer".into())),
     }
 }
 

@@ -29,6 +29,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A request head longer than this is refused.
 const MAX_REQUEST: usize = 8192;
+/// How long a connection stays open after the answer for what the client still sends.
+const LINGER: Duration = Duration::from_millis(500);
 
 /// The Prometheus text for a snapshot.
 pub fn encode(snapshot: &Snapshot) -> String {
@@ -240,48 +242,124 @@ fn answer(mut stream: TcpStream, board: &Board) -> std::io::Result<()> {
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let mut head = Vec::with_capacity(512);
     let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+    let request = loop {
+        match read_head(&head) {
+            Head::Incomplete if head.len() > MAX_REQUEST => {
+                break Err(("431 Request Header Fields Too Large", "request too large\n"));
+            }
+            Head::Incomplete => {}
+            Head::Bad => break Err(("400 Bad Request", "not an HTTP/1 request\n")),
+            Head::Request { method, path } => break Ok((method, path)),
+        }
         let n = stream.read(&mut buf)?;
         if n == 0 {
             return Ok(());
         }
         head.extend_from_slice(&buf[..n]);
-        if head.len() > MAX_REQUEST {
-            return respond(
-                &mut stream,
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                b"request too large\n",
-            );
-        }
-    }
-    let line = head.split(|&b| b == b'\r').next().unwrap_or(&[]);
-    let line = String::from_utf8_lossy(line);
-    let mut parts = line.split(' ');
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    match (method, path) {
-        ("GET" | "HEAD", "/metrics") => {
+    };
+    let (status, content_type, body) = match request {
+        Err((status, why)) => (status, "text/plain", why.as_bytes().to_vec()),
+        Ok((method @ ("GET" | "HEAD"), "/metrics")) => {
             let body = encode(&board.latest());
             let body = if method == "HEAD" {
-                &b""[..]
+                Vec::new()
             } else {
-                body.as_bytes()
+                body.into_bytes()
             };
-            respond(&mut stream, "200 OK", CONTENT_TYPE, body)
+            ("200 OK", CONTENT_TYPE, body)
         }
-        (_, "/metrics") => respond(
-            &mut stream,
+        Ok((_, "/metrics")) => (
             "405 Method Not Allowed",
             "text/plain",
-            b"use GET\n",
+            b"use GET\n".to_vec(),
         ),
-        _ => respond(
-            &mut stream,
+        Ok(_) => (
             "404 Not Found",
             "text/plain",
-            b"fslat serves /metrics only\n",
+            b"fslat serves /metrics only\n".to_vec(),
         ),
+    };
+    respond(&mut stream, status, content_type, &body)?;
+    // Closing with unread bytes would reset the connection, and the client could lose
+    // the answer: say we are done, then take what the client still sends, briefly.
+    stream.shutdown(std::net::Shutdown::Write)?;
+    stream.set_read_timeout(Some(LINGER))?;
+    let mut left = MAX_REQUEST;
+    while left > 0 {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
+    Ok(())
+}
+
+/// What the bytes received so far make of a request head.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Head<'a> {
+    /// A request could still start this way: read on.
+    Incomplete,
+    /// No HTTP/1 request starts this way: answer 400 now, as Go's net/http does.
+    Bad,
+    /// The whole head, up to its empty line; the target's path without its query.
+    Request { method: &'a str, path: &'a str },
+}
+
+/// Reads `METHOD TARGET HTTP/1.x`, header lines, and an empty line; lines end with CRLF
+/// or a bare LF (as Go's net/http and most servers accept). Judged on every read, so
+/// bytes that cannot begin a request are refused at once, not after the timeout.
+pub(super) fn read_head(bytes: &[u8]) -> Head<'_> {
+    let line_end = bytes.iter().position(|&b| b == b'\n');
+    let line = &bytes[..line_end.unwrap_or(bytes.len())];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let method = parts.next().unwrap_or_default();
+    let target = parts.next();
+    let version = parts.next();
+    let token = |b: &u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(b);
+    let visible = |b: &u8| b.is_ascii_graphic();
+    let complete = line_end.is_some();
+    let prefix_ok = method.iter().all(token)
+        && (!method.is_empty() || !complete && target.is_none())
+        && target.is_none_or(|t| t.iter().all(visible))
+        && version.is_none_or(|v| b"HTTP/1.0".starts_with(v) || b"HTTP/1.1".starts_with(v));
+    if !prefix_ok {
+        return Head::Bad;
+    }
+    let Some(line_end) = line_end else {
+        return Head::Incomplete;
+    };
+    let (Some(target), Some(version)) = (target, version) else {
+        return Head::Bad;
+    };
+    if !matches!(version, b"HTTP/1.0" | b"HTTP/1.1") {
+        return Head::Bad;
+    }
+    let path = match target.strip_prefix(b"http://") {
+        // The absolute form a proxy would send: the path after the authority.
+        Some(rest) => rest
+            .iter()
+            .position(|&b| b == b'/')
+            .map_or(&b"/"[..], |i| &rest[i..]),
+        None if target.starts_with(b"/") => target,
+        None => return Head::Bad,
+    };
+    let path = path.split(|&b| b == b'?').next().unwrap_or_default();
+    // The head ends at its first empty line.
+    let mut rest = &bytes[line_end + 1..];
+    loop {
+        let Some(end) = rest.iter().position(|&b| b == b'\n') else {
+            return Head::Incomplete;
+        };
+        if rest[..end].is_empty() || rest[..end] == *b"\r" {
+            break;
+        }
+        rest = &rest[end + 1..];
+    }
+    // Token and visible bytes are ASCII.
+    match (std::str::from_utf8(method), std::str::from_utf8(path)) {
+        (Ok(method), Ok(path)) => Head::Request { method, path },
+        _ => Head::Bad,
     }
 }
 

@@ -202,6 +202,109 @@ fn server_answers_metrics_and_404_while_clients_that_never_read_hang_on() {
 }
 
 #[test]
+fn a_request_head_is_judged_as_its_bytes_arrive() {
+    use super::prometheus::{Head, read_head};
+    let request = |method, path| Head::Request { method, path };
+    let cases: &[(&[u8], Head)] = &[
+        (b"", Head::Incomplete),
+        (b"GE", Head::Incomplete),
+        (b"GET /metr", Head::Incomplete),
+        (b"GET /metrics HTTP/1.1\r", Head::Incomplete),
+        (b"GET /metrics HTTP/1.1\r\nHost: x\r\n", Head::Incomplete),
+        (
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+            request("GET", "/metrics"),
+        ),
+        // Bare LF line endings, as Go's net/http takes them.
+        (b"GET /metrics HTTP/1.1\n\n", request("GET", "/metrics")),
+        (
+            b"GET /metrics HTTP/1.0\nHost: x\r\n\n",
+            request("GET", "/metrics"),
+        ),
+        (
+            b"HEAD /metrics?x=1 HTTP/1.1\r\n\r\n",
+            request("HEAD", "/metrics"),
+        ),
+        (
+            b"GET http://h:9/metrics HTTP/1.1\n\n",
+            request("GET", "/metrics"),
+        ),
+        (b"BREW /metrics HTTP/1.1\n\n", request("BREW", "/metrics")),
+        // What no request starts with is refused at once.
+        (b"\x16\x03\x01\x02\x00", Head::Bad),
+        (b" GET", Head::Bad),
+        (b"G(T", Head::Bad),
+        (b"GET /a\x01", Head::Bad),
+        (b"GET /metrics HTTX", Head::Bad),
+        (b"GET /metrics HTTP/2.0", Head::Bad),
+        (b"GET /metrics HTTP/1.1 x", Head::Bad),
+        (b"GARBAGE /\r\n\r\n", Head::Bad),
+        (b"GET metrics HTTP/1.1\r\n\r\n", Head::Bad),
+        (b"\r\n", Head::Bad),
+    ];
+    for (bytes, want) in cases {
+        assert_eq!(read_head(bytes), *want, "{}", bytes.escape_ascii());
+    }
+}
+
+/// What the server answers to `bytes`, and how long it took.
+fn exchange(addr: std::net::SocketAddr, bytes: &[u8]) -> (String, std::time::Duration) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let started = std::time::Instant::now();
+    s.write_all(bytes).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    (
+        String::from_utf8_lossy(&out).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[test]
+fn the_server_answers_bad_requests_and_bare_line_feeds_at_once() {
+    let board = Board::new();
+    board.publish(snapshot());
+    let server = Server::start("127.0.0.1:0".parse().unwrap(), board).unwrap();
+    // The request timeout is 2 s: every answer here comes well before it.
+    let quick = std::time::Duration::from_secs(1);
+    for (bytes, status) in [
+        (&b"GET /metrics HTTP/1.1\n\n"[..], "200 OK"),
+        (b"\x16\x03\x01\x00\xa5\x01\x00", "400 Bad Request"),
+        (b"GARBAGE /\r\n\r\n", "400 Bad Request"),
+        (b"BREW /metrics HTTP/1.1\r\n\r\n", "405 Method Not Allowed"),
+        (b"BREW / HTTP/1.1\r\n\r\n", "404 Not Found"),
+    ] {
+        let (answer, took) = exchange(server.addr, bytes);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}\r\n")),
+            "{}: {answer}",
+            bytes.escape_ascii()
+        );
+        assert!(took < quick, "{}: {took:?}", bytes.escape_ascii());
+    }
+}
+
+#[test]
+fn an_otlp_push_to_a_receiver_that_never_answers_says_it_timed_out() {
+    let receiver = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", receiver.local_addr().unwrap());
+    let target = OtlpTarget::parse(&url).unwrap();
+    let wait = std::time::Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    let e = otlp::push(&target, &snapshot(), wait).unwrap_err();
+    assert!(started.elapsed() >= wait);
+    assert_eq!(e.to_string(), "timed out after 200ms waiting for an answer");
+    assert_eq!(
+        otlp::warning(&target, &e),
+        format!(
+            "fslat: warning: --otlp: pushing to {url} timed out after 200ms waiting for an answer"
+        )
+    );
+    drop(receiver);
+}
+
+#[test]
 fn a_dropped_server_frees_its_port() {
     let server = Server::start("127.0.0.1:0".parse().unwrap(), Board::new()).unwrap();
     let addr = server.addr;

@@ -61,7 +61,7 @@ static LOG: Mutex<String> = Mutex::new(String::new());
 
 fn print(level: PrintLevel, msg: String) {
     if VERBOSE.load(Ordering::Relaxed) {
-        eprint!("{msg}");
+        crate::stderr_text!("{msg}");
     } else if level != PrintLevel::Debug
         && let Ok(mut log) = LOG.lock()
     {

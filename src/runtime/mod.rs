@@ -273,7 +273,9 @@ pub fn run(
         .collect();
     if settings.verbose {
         for (label, n) in &in_flight {
-            eprintln!("fslat: {label}: {n} entries left in the per-thread map at the end");
+            crate::stderr_line!(
+                "fslat: {label}: {n} entries left in the per-thread map at the end"
+            );
         }
     }
 
