@@ -21,6 +21,8 @@ const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 const FSLAT: &str = env!("CARGO_BIN_EXE_fslat");
 /// Default for the whole guest run of one kernel (boot, every case, power-off).
 const DEFAULT_VM_TIMEOUT: u64 = 1500;
+/// The clang the cases were asked to use, before the guest put host-clang in its place.
+static GUEST_CLANG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// Where the guest's cases keep their files (the guest's /tmp is a fresh tmpfs).
 const GUEST_WORK: &str = "/tmp/fslat-kernel";
 /// The last line the guest prints; the host reads the counts from it.
@@ -247,21 +249,37 @@ fn run_kernel(
     out(&format!(
         "== kernel {kernel}: booting (tests/vm/run --kernel {kernel}, timeout {timeout} s)"
     ));
+    // clang runs on the host for the guest (tests/kernel/host-clang), through a
+    // directory both see; FSLAT_GUEST_CLANG=1 keeps every build in the guest.
+    let share = (!env_nonempty("FSLAT_GUEST_CLANG").is_some_and(|v| v != "0")).then(|| {
+        root.join("target/vm/share")
+            .join(format!("{kernel}.{}", std::process::id()))
+    });
+    if let Some(dir) = &share {
+        let _ = fs::remove_dir_all(dir);
+        if let Err(e) = fs::create_dir_all(dir.join("requests")) {
+            out(&format!(
+                "kernel {kernel}: FAILED: cannot create {}: {e}",
+                dir.display()
+            ));
+            return Tally {
+                failed: 1,
+                ..Tally::default()
+            };
+        }
+    }
     let mut cmd = Command::new(&runner);
-    cmd.args([
-        "--kernel",
-        kernel,
-        "--timeout",
-        &timeout.to_string(),
-        "-n",
-        "--",
-    ])
-    .arg(&exe)
-    .args(["--in-guest", kernel])
-    .current_dir(root)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
+    cmd.args(["--kernel", kernel, "--timeout", &timeout.to_string(), "-n"]);
+    if let Some(dir) = &share {
+        cmd.arg("--share").arg(dir).env("FSLAT_HOST_CLANG", "1");
+    }
+    cmd.arg("--")
+        .arg(&exe)
+        .args(["--in-guest", kernel])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
     if let Some(f) = filter {
         // FSLAT_* variables reach the guest.
         cmd.env("FSLAT_CASES", f);
@@ -280,27 +298,38 @@ fn run_kernel(
         }
     };
 
+    let stop_server = std::sync::atomic::AtomicBool::new(false);
     let mut seen = Tally::default();
     let mut result: Option<Tally> = None;
     let stdout = child.stdout.take().expect("piped stdout");
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
-        if let Some(release) = line.strip_prefix("kernel: ") {
-            out(&format!("== kernel {kernel}: Linux {release}"));
-        } else if let Some(clang) = line.strip_prefix("clang: ") {
-            out(&format!("== kernel {kernel}: {clang}"));
-        } else if let Some(r) = line.strip_prefix(RESULT_PREFIX) {
-            result = parse_result(r);
-        } else {
-            if line.starts_with("ok   ") {
-                seen.passed += 1;
-            } else if line.starts_with("FAIL ") {
-                seen.failed += 1;
-            } else if line.starts_with("skip ") {
-                seen.skipped += 1;
-            }
-            out(&line);
+    std::thread::scope(|scope| {
+        if let Some(dir) = &share {
+            let stop = &stop_server;
+            scope.spawn(move || clang_server(&dir.join("requests"), stop));
         }
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Some(release) = line.strip_prefix("kernel: ") {
+                out(&format!("== kernel {kernel}: Linux {release}"));
+            } else if let Some(clang) = line.strip_prefix("clang: ") {
+                out(&format!("== kernel {kernel}: {clang}"));
+            } else if let Some(r) = line.strip_prefix(RESULT_PREFIX) {
+                result = parse_result(r);
+            } else {
+                if line.starts_with("ok   ") {
+                    seen.passed += 1;
+                } else if line.starts_with("FAIL ") {
+                    seen.failed += 1;
+                } else if line.starts_with("skip ") {
+                    seen.skipped += 1;
+                }
+                out(&line);
+            }
+        }
+        stop_server.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    if let Some(dir) = &share {
+        let _ = fs::remove_dir_all(dir);
     }
     let status = child.wait();
     let secs = started.elapsed().as_secs_f64();
@@ -346,6 +375,112 @@ fn run_kernel(
         t.run, t.passed, t.failed
     ));
     t
+}
+
+/// The host side of tests/kernel/host-clang: answers the guest's clang requests in
+/// `requests` (each a directory `req.*`: `clang`, `cwd`, `args` NUL-separated, and
+/// `in.tar` with fslat's build directory under /tmp) until `stop`.
+fn clang_server(requests: &Path, stop: &std::sync::atomic::AtomicBool) {
+    let mut handled = std::collections::HashSet::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let mut found = false;
+        for entry in fs::read_dir(requests).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("req.") && handled.insert(name) {
+                found = true;
+                let req = entry.path();
+                let answer = compile_for_guest(&req);
+                if let Err(e) = answer {
+                    let _ = fs::write(req.join("stdout"), "");
+                    let _ = fs::write(req.join("stderr"), format!("host-clang: {e}\n"));
+                    let _ = fs::write(req.join("rc"), "125");
+                }
+                // Last: the guest waits for this file, then reads the others.
+                let _ = fs::write(req.join("done"), "");
+            }
+        }
+        if !found {
+            sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Runs one guest request's clang on the host, at the guest's paths, and writes its
+/// answer (`stdout`, `stderr`, `rc`, `out`: the object) beside the request.
+fn compile_for_guest(req: &Path) -> Result<(), String> {
+    let read = |f: &str| fs::read_to_string(req.join(f)).map_err(|e| format!("{f}: {e}"));
+    let clang = read("clang")?.trim().to_string();
+    let is_clang = clang == "clang"
+        || clang
+            .strip_prefix("clang-")
+            .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()));
+    if !is_clang {
+        return Err(format!("{clang:?} is not clang or clang-N"));
+    }
+    let cwd = read("cwd")?.trim_end_matches('\n').to_string();
+    let args: Vec<String> = read("args")?
+        .split('\0')
+        .filter(|a| !a.is_empty())
+        .map(String::from)
+        .collect();
+    // The build directories, at the same absolute paths as in the guest: only fresh ones
+    // under /tmp, as fslat makes them.
+    let tar = req.join("in.tar");
+    let mut made = Vec::new();
+    if tar.exists() {
+        let list = Command::new("tar")
+            .arg("-tf")
+            .arg(&tar)
+            .output()
+            .map_err(|e| format!("tar: {e}"))?;
+        for member in String::from_utf8_lossy(&list.stdout).lines() {
+            let top = member.split('/').take(2).collect::<Vec<_>>().join("/");
+            if !top.starts_with("tmp/") || top.len() <= 4 || member.contains("..") {
+                return Err(format!("{member:?} is not under /tmp"));
+            }
+            let top = Path::new("/").join(top);
+            if !made.contains(&top) {
+                if top.exists() {
+                    return Err(format!("{} exists on the host", top.display()));
+                }
+                made.push(top);
+            }
+        }
+        let status = Command::new("tar")
+            .arg("-xf")
+            .arg(&tar)
+            .arg("-C")
+            .arg("/")
+            .status()
+            .map_err(|e| format!("tar: {e}"))?;
+        if !status.success() {
+            return Err(format!("tar -xf: {status}"));
+        }
+    }
+    let result = Command::new(&clang)
+        .args(&args)
+        .current_dir(&cwd)
+        .stdin(Stdio::null())
+        .output();
+    let object = args
+        .iter()
+        .position(|a| a == "-o")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|o| fs::read(o).ok());
+    for dir in &made {
+        let _ = fs::remove_dir_all(dir);
+    }
+    let output = result.map_err(|e| format!("cannot run {clang} on the host: {e}"))?;
+    let write = |f: &str, b: &[u8]| fs::write(req.join(f), b).map_err(|e| format!("{f}: {e}"));
+    write("stdout", &output.stdout)?;
+    write("stderr", &output.stderr)?;
+    if let Some(obj) = object {
+        write("out", &obj)?;
+    }
+    write(
+        "rc",
+        output.status.code().unwrap_or(125).to_string().as_bytes(),
+    )
 }
 
 /// `run=N passed=N failed=N skipped=N`
@@ -509,6 +644,8 @@ struct Case {
     stdin: Option<String>,
     /// A checker run once fslat traces; it creates the go file itself.
     check: Option<Vec<String>>,
+    /// fslat compiles with the guest's own clang, not on the host (`GUEST_CLANG`).
+    guest_clang: bool,
     stop: Stop,
     timeout: Duration,
     exit: i32,
@@ -524,6 +661,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut exec = None;
     let mut stdin: Option<String> = None;
     let mut check: Option<Vec<String>> = None;
+    let mut guest_clang = false;
     let mut stop = None;
     let mut timeout = None;
     let mut exit = None;
@@ -611,6 +749,10 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 need("a checker and its arguments")?;
                 once(check.is_some())?;
                 check = Some(rest.split_whitespace().map(String::from).collect());
+            }
+            "GUEST_CLANG" => {
+                once(guest_clang)?;
+                guest_clang = true;
             }
             "ARGS" => {
                 need("arguments")?;
@@ -711,6 +853,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
         exec,
         stdin,
         check,
+        guest_clang,
         stop: stop.unwrap_or(Stop::Int),
         timeout: timeout.unwrap_or(Duration::from_secs(60)),
         exit: exit.unwrap_or(0),
@@ -796,7 +939,18 @@ fn guest(kernel: &str) -> ExitCode {
     );
 
     let mut t = Tally::default();
+    let host_clang = env_nonempty("FSLAT_HOST_CLANG").is_some();
+    let guest_clang = env_nonempty("FSLAT_CLANG").unwrap_or_else(|| "clang".to_string());
+    let _ = GUEST_CLANG.set(guest_clang.clone());
+    if host_clang {
+        match host_clang_wrapper(&guest_clang) {
+            // SAFETY: the guest's main function, before any other thread is started.
+            Ok(w) => unsafe { std::env::set_var("FSLAT_CLANG", w) },
+            Err(e) => engine_fail(&mut t, "(engine): host clang", e),
+        }
+    }
     match clang_version() {
+        Ok(v) if host_clang => println!("clang: {v}, run on the host (tests/kernel/host-clang)"),
         Ok(v) => println!("clang: {v}"),
         Err(e) => engine_fail(&mut t, "(engine): clang", e),
     }
@@ -901,7 +1055,15 @@ fn guest(kernel: &str) -> ExitCode {
         let _ = std::io::stdout().flush();
     }
     if let Some(second) = env_nonempty("FSLAT_SECOND_CLANG") {
-        second_clang_pass(&second, &files, &features, &mut t);
+        let clang = if host_clang {
+            host_clang_wrapper(&second)
+        } else {
+            Ok(second)
+        };
+        match clang {
+            Ok(c) => second_clang_pass(&c, &files, &features, &mut t),
+            Err(e) => engine_fail(&mut t, "(engine): second clang", e),
+        }
     }
     println!(
         "{RESULT_PREFIX}run={} passed={} failed={} skipped={}",
@@ -947,6 +1109,9 @@ fn second_clang_pass(clang: &str, files: &[PathBuf], features: &[Feature], t: &m
         }
     }
     let me = std::process::id().to_string();
+    let shown = Path::new(clang)
+        .file_name()
+        .map_or_else(|| clang.to_string(), |n| n.to_string_lossy().into_owned());
     let mut seen = std::collections::BTreeSet::new();
     for path in files {
         let Ok(case) = fs::read_to_string(path)
@@ -1009,11 +1174,11 @@ fn second_clang_pass(clang: &str, files: &[PathBuf], features: &[Feature], t: &m
         match failure {
             None => {
                 t.passed += 1;
-                println!("ok   {clang}: {file} [{took:.1} s]: loaded and attached");
+                println!("ok   {shown}: {file} [{took:.1} s]: loaded and attached");
             }
             Some(why) => {
                 t.failed += 1;
-                println!("FAIL {clang}: {file} [{took:.1} s]: {why}");
+                println!("FAIL {shown}: {file} [{took:.1} s]: {why}");
                 println!("    command: {}", describe("fslat", &argv));
                 if let Ok(o) = &out {
                     print_indented("  stdout", &String::from_utf8_lossy(&o.stdout));
@@ -1023,6 +1188,28 @@ fn second_clang_pass(clang: &str, files: &[PathBuf], features: &[Feature], t: &m
         }
         let _ = std::io::stdout().flush();
     }
+}
+
+/// `/tmp/host-clang/NAME`, a program that runs clang NAME on the host
+/// (tests/kernel/host-clang), for FSLAT_CLANG and --clang.
+fn host_clang_wrapper(name: &str) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let base = Path::new(name)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let dir = Path::new("/tmp/host-clang");
+    let path = dir.join(&base);
+    let script = format!(
+        "#!/bin/sh\nexec {}/tests/kernel/host-clang {} \"$@\"\n",
+        MANIFEST_DIR,
+        shell_quote(&base)
+    );
+    fs::create_dir_all(dir)
+        .and_then(|()| fs::write(&path, script))
+        .and_then(|()| fs::set_permissions(&path, fs::Permissions::from_mode(0o755)))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path.to_string_lossy().into_owned())
 }
 
 /// The clang fslat compiles with in the cases (`FSLAT_CLANG`, as fslat reads it, else
@@ -1348,7 +1535,13 @@ fn run_case(case: &Case, dir: &Path) -> Run {
             }
             None => Stdio::null(),
         };
-        Command::new(program)
+        let mut fslat = Command::new(program);
+        if case.guest_clang
+            && let Some(clang) = GUEST_CLANG.get()
+        {
+            fslat.env("FSLAT_CLANG", clang);
+        }
+        fslat
             .args(&argv)
             .env("PATH", &path)
             .current_dir(MANIFEST_DIR)
