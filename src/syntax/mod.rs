@@ -112,16 +112,8 @@ fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
     let text = pair.as_str();
     let mut inner = pair.into_inner();
     let f = inner.next().expect("aggregation starts with its function");
-    let func = match f.as_str() {
-        "count" => AggFunc::Count,
-        "hist" => AggFunc::Hist,
-        "lhist" => AggFunc::Lhist,
-        "sum" => AggFunc::Sum,
-        "min" => AggFunc::Min,
-        "max" => AggFunc::Max,
-        "percentiles" => AggFunc::Percentiles,
-        _ => AggFunc::Avg,
-    };
+    // The grammar's names are the registry's (aggregate's tests check it).
+    let func = AggFunc::named(f.as_str()).expect("the grammar parses registered names only");
     let mut args = Vec::new();
     let mut by = Vec::new();
     let mut key_names = Vec::new();
