@@ -14,6 +14,7 @@ mod max;
 mod min;
 mod percentiles;
 mod scalar;
+mod stats;
 mod sum;
 pub mod values;
 
@@ -33,6 +34,7 @@ pub static ALL: &[&dyn Aggregate] = &[
     &min::MIN,
     &max::MAX,
     &avg::AVG,
+    &stats::Stats,
 ];
 
 /// One aggregation: everything fslat knows about it besides the shared machinery (keys,
