@@ -56,13 +56,19 @@ pub trait Aggregate: Sync {
     fn c_value(&self, a: &Aggregation) -> CValue;
     /// The C statement that adds `x` (an `__s64`) to `*value`.
     fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String;
+    /// Statements after the update (`percentiles`: its per-CPU map's), given the key's
+    /// address, the value pointer (NULL when the update was lost) and the argument.
+    fn c_after(&self, _a: &Aggregation, _key: &str, _value: &str, _x: &str) -> Vec<String> {
+        Vec::new()
+    }
     /// Value structs shared with the runtime, checked in the generated C.
     fn c_structs(&self) -> &'static [CStruct];
     /// The header of `bpf-runtime/` its helper is in, beyond fslat.bpf.h.
     fn header(&self) -> Option<&'static str> {
         None
     }
-    /// `percentiles`: a per-CPU map of each key's count, sum and max beside the shared one.
+    /// `percentiles`: a per-CPU map of each key's count, sum and max beside the shared one
+    /// (`c_after` updates it).
     fn per_cpu_max(&self) -> bool {
         false
     }

@@ -1,6 +1,5 @@
 //! `percentiles(x)`: count, p50, p90, p99, p99.9 and max, from a log-linear histogram per
-//! key and a per-CPU map of each key's count, sum and exact max (fslat_pct.bpf.h). Codegen
-//! adds the per-CPU update (`fslat_pct_max_add`) beside `c_add`'s.
+//! key and a per-CPU map of each key's count, sum and exact max (fslat_pct.bpf.h).
 
 use super::values::{CStruct, PCT_HIST, PCT_MAX, PctHist, PctMax};
 use super::{Aggregate, CValue, Help, MetricKind, Start, State};
@@ -33,6 +32,24 @@ impl Aggregate for Percentiles {
 
     fn c_add(&self, _: &Aggregation, value: &str, x: &str) -> String {
         format!("fslat_pct_add({value}, {x});")
+    }
+
+    /// This CPU's count, sum and max of the key, in the per-CPU map. A lost update is
+    /// counted once, by whichever map missed first.
+    fn c_after(&self, a: &Aggregation, key: &str, value: &str, x: &str) -> Vec<String> {
+        let map = a.max_map().expect("percentiles has a max map");
+        vec![
+            format!("struct fslat_pct_max *fslat_max = bpf_map_lookup_elem(&{map}, {key});"),
+            "if (!fslat_max) {".into(),
+            "\tstruct fslat_pct_max fslat_zero = {};".into(),
+            format!("\tbpf_map_update_elem(&{map}, {key}, &fslat_zero, BPF_NOEXIST);"),
+            format!("\tfslat_max = bpf_map_lookup_elem(&{map}, {key});"),
+            "}".into(),
+            "if (fslat_max)".into(),
+            format!("\tfslat_pct_max_add(fslat_max, {x}, fslat_pct_tag());"),
+            format!("else if ({value})"),
+            "\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into(),
+        ]
     }
 
     fn c_structs(&self) -> &'static [CStruct] {

@@ -455,7 +455,7 @@ impl<'p> Phase<'p> {
         }
         let CValue { ty: vtype, start } = a.func.c_value(a);
         let x = match &a.arg {
-            // Two maps take it: evaluate it once.
+            // Two maps take it (`c_after` too): evaluate it once.
             Some(arg) if a.func.per_cpu_max() => {
                 let v = self.temp();
                 out.push(format!("__s64 {v} = (__s64)({});", self.expr(arg)));
@@ -485,33 +485,12 @@ impl<'p> Phase<'p> {
         out.push(format!("\t{}", a.func.c_add(a, &value, &x)));
         out.push("else".into());
         out.push("\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into());
-        if a.func.per_cpu_max() {
-            out.extend(self.percentile_max(a, &key, &value, &x));
-        }
+        out.extend(a.func.c_after(a, &key, &value, &x));
         // Each aggregation gets its own scope: the key and value names are per block.
         let mut block = vec!["{".to_string()];
         block.extend(out.into_iter().map(|l| format!("\t{l}")));
         block.push("}".into());
         block
-    }
-
-    /// percentiles: this CPU's count and max of the key, in its max map. A lost
-    /// update is counted once, by whichever map missed first.
-    fn percentile_max(&mut self, a: &Aggregation, key: &str, value: &str, x: &str) -> Vec<String> {
-        let m = self.temp();
-        let map = a.max_map().expect("percentiles has a max map");
-        vec![
-            format!("struct fslat_pct_max *{m} = bpf_map_lookup_elem(&{map}, {key});"),
-            format!("if (!{m}) {{"),
-            "\tstruct fslat_pct_max fslat_zero = {};".into(),
-            format!("\tbpf_map_update_elem(&{map}, {key}, &fslat_zero, BPF_NOEXIST);"),
-            format!("\t{m} = bpf_map_lookup_elem(&{map}, {key});"),
-            "}".into(),
-            format!("if ({m})"),
-            format!("\tfslat_pct_max_add({m}, {x}, fslat_pct_tag());"),
-            format!("else if ({value})"),
-            "\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into(),
-        ]
     }
 }
 
