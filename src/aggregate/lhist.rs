@@ -1,6 +1,6 @@
 //! `lhist(x, min, max, step)`: a linear histogram, in its own `struct fslat_lhist_ID`
-//! (templates/aggregation_map.bpf.c.hbs) of `Linear::slots()` slots and the sum;
-//! `fslat_lhist_add` (fslat.bpf.h) updates it.
+//! (`c_decl`) of `Linear::slots()` slots and the sum; `fslat_lhist_add` (fslat.bpf.h)
+//! updates it.
 
 use super::values::{CStruct, read_slots};
 use super::{Aggregate, Args, CValue, Help, MetricKind, Start, State};
@@ -36,6 +36,21 @@ impl Aggregate for Lhist {
             ty: format!("struct fslat_lhist_{}", a.id),
             start: Start::Global(format!("fslat_lhist_zero_{}", a.id)),
         }
+    }
+
+    /// The slots: below its range, its buckets, above its range; then the sum.
+    fn c_decl(&self, a: &Aggregation) -> Vec<String> {
+        let id = a.id;
+        let slots = a.linear.map_or(0, |l| l.slots());
+        vec![
+            "// The linear histogram's slots: below its range, its buckets, above its range."
+                .into(),
+            format!("struct fslat_lhist_{id} {{"),
+            format!("\t__u64 slots[{slots}];"),
+            "\t__s64 sum;".into(),
+            "};".into(),
+            format!("struct fslat_lhist_{id} fslat_lhist_zero_{id};"),
+        ]
     }
 
     fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String {

@@ -54,6 +54,11 @@ pub trait Aggregate: Sync {
     }
     /// Its value in the BPF map and how a new key's value starts.
     fn c_value(&self, a: &Aggregation) -> CValue;
+    /// C declarations of this aggregation's own, before its map (`lhist`: a value struct
+    /// sized by its range, and a zero one to start new keys from).
+    fn c_decl(&self, _a: &Aggregation) -> Vec<String> {
+        Vec::new()
+    }
     /// The C statement that adds `x` (an `__s64`) to `*value`.
     fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String;
     /// Statements after the update (`percentiles`: its per-CPU map's), given the key's

@@ -177,8 +177,8 @@ struct AggMapData {
     value_type: String,
     /// percentiles: the per-CPU map of counts and maxima.
     max_map: Option<String>,
-    /// lhist: the slots of its own value struct, `struct fslat_lhist_ID`.
-    lhist_slots: Option<usize>,
+    /// The aggregation's own C declarations (`lhist`: its value struct).
+    value_decl: Vec<String>,
     entries: u32,
 }
 
@@ -392,7 +392,7 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
         key_size: a.key_size,
         value_type: a.func.c_value(a).ty,
         max_map: a.max_map(),
-        lhist_slots: a.linear.map(|l| l.slots()),
+        value_decl: a.func.c_decl(a),
         entries: if a.func.per_cpu_max() {
             PCT_ENTRIES
         } else {
