@@ -467,6 +467,7 @@ fn stats_export_a_count_and_a_sum() {
     let text = encode(&snap);
     for line in [
         "# TYPE fslat_write_time histogram",
+        "fslat_write_time_bucket{comm=\"dd\",le=\"+Inf\"} 3",
         "fslat_write_time_sum{comm=\"dd\"} 0.06",
         "fslat_write_time_count{comm=\"dd\"} 3",
     ] {
