@@ -12,8 +12,16 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `--help`'s summary of the language, so the binary alone is enough to write a script.
-const LANGUAGE_SUMMARY: &str = "\
+/// `--help`'s summary of the language, so the binary alone is enough to write a script;
+/// the aggregations' lines come from `aggregate::ALL`.
+fn language_summary() -> String {
+    format!(
+        "{LANGUAGE_BEFORE_AGGREGATIONS}{}{LANGUAGE_AFTER_AGGREGATIONS}",
+        crate::aggregate::help()
+    )
+}
+
+const LANGUAGE_BEFORE_AGGREGATIONS: &str = "\
 The language: a script is one or more sessions, each
   session FUNC[, FUNC, GLOB*] [where CONDITION] [{ ACTION; ACTION ... }]
 FUNC is a kernel function with BTF (`fslat -l 'vfs_*'` lists them). No block means
@@ -35,15 +43,10 @@ Actions, each with an example:
       session vfs_read where latency > 10ms { emit }
   emit EXPR [as NAME], ...   one event with exactly these fields
       session vfs_read where tgid == 1234 { emit comm, count as asked, ret, latency }
-  count() [by KEY, ...]      calls per key
-      session vfs_read { count() by comm }
-  hist(EXPR) [by KEY]        power-of-two histogram
-      session vfs_read { hist(latency) by comm }
-  sum(EXPR) [by KEY]         also min, max, avg
-      session vfs_write { sum(count) by comm }
-  percentiles(EXPR)          count, p50, p90, p99, p99.9 and max (by KEY too)
-      session vfs_fsync { percentiles(latency) }
-  ... as NAME                names an aggregation's output and exported metric
+";
+
+const LANGUAGE_AFTER_AGGREGATIONS: &str =
+    "  ... as NAME                names an aggregation's output and exported metric
       session vfs_read { hist(latency) as read_latency }
 
 Every session prints a summary at the end (calls, matched, errors, dropped, events),
@@ -55,7 +58,7 @@ then its aggregations.";
     version,
     about = "Trace kernel function latency with a small language (fsession on Linux 7.0+, fentry/fexit before)",
     after_help = "Examples:\n  fslat -e 'session vfs_read where latency > 10ms { emit }'\n  fslat -p 1234 slow_reads.fsl\n  fslat --emit c -e 'session vfs_write'\n  fslat -l 'vfs_*'\n  fslat doctor\n\nWith no program on a terminal, fslat starts its REPL.\n`fslat --help` also summarises the language.",
-    after_long_help = LANGUAGE_SUMMARY,
+    after_long_help = language_summary(),
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
 )]

@@ -32,6 +32,7 @@ macro_rules! stderr_text {
     }};
 }
 
+pub mod aggregate;
 pub mod btf;
 pub mod build;
 pub mod check;

@@ -27,7 +27,6 @@ const PROMPT: &str = "fslat> ";
 const KEYWORDS: &[&str] = &[
     "session", "where", "emit", "as", "by", "and", "or", "not", "true", "false",
 ];
-const AGGREGATIONS: &[&str] = &["count", "hist", "sum", "min", "max", "avg"];
 const COMMANDS: &[(&str, &str, &str)] = &[
     (":help", "", "this list"),
     (":c", "", "show the C of the current script"),
@@ -481,9 +480,12 @@ fn complete(kernel: &dyn KernelTypes, functions: &Traceable, before: &str) -> (u
         })
         .unwrap_or_default();
     let mut names: Vec<&str> = params.iter().map(String::as_str).collect();
-    names.extend(KEYWORDS.iter().chain(AGGREGATIONS));
-    for builtin in crate::check::builtin_names() {
-        names.push(builtin);
+    let fixed = KEYWORDS.iter().copied();
+    for name in fixed
+        .chain(crate::aggregate::names())
+        .chain(crate::check::builtin_names())
+    {
+        names.push(name);
     }
     (start, starting(word, names.into_iter()))
 }

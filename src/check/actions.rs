@@ -4,8 +4,9 @@
 use super::names::BUILTINS;
 use super::program::*;
 use super::{COMM_CAP, Checked, Checker, MAX_KEYS, Reported, Scope, agg_names};
+use crate::aggregate::Args;
 use crate::diag::{DiagKind, Diagnostic};
-use crate::syntax::ast::{self, AggFunc, Span};
+use crate::syntax::ast::{self, Span};
 
 impl Checker<'_> {
     pub(super) fn emit(
@@ -178,7 +179,8 @@ impl Checker<'_> {
         a: &ast::Aggregate,
     ) -> Checked<Aggregation> {
         let name = a.func.name();
-        let wanted = if a.func == AggFunc::Lhist { 3 } else { 0 };
+        let takes = a.func.args();
+        let wanted = takes.more();
         if a.more_args.len() != wanted {
             let given = usize::from(a.arg.is_some()) + a.more_args.len();
             let span = match a.more_args.get(wanted) {
@@ -194,9 +196,9 @@ impl Checker<'_> {
                 },
             ));
         }
-        let arg = match (a.func, &a.arg) {
-            (AggFunc::Count, None) => None,
-            (AggFunc::Count, Some(e)) => {
+        let arg = match (takes, &a.arg) {
+            (Args::None, None) => None,
+            (Args::None, Some(e)) => {
                 return Err(self.error(
                     e.span.clone(),
                     DiagKind::WrongArgCount {
@@ -234,9 +236,9 @@ impl Checker<'_> {
         if a.by.len() > MAX_KEYS {
             return Err(self.error(a.by[MAX_KEYS].span.clone(), DiagKind::TooManyKeys));
         }
-        let linear = match a.func {
-            AggFunc::Lhist => Some(self.linear(scope, a, arg.as_ref())?),
-            _ => None,
+        let linear = match takes {
+            Args::ValueAndRange => Some(self.linear(scope, a, arg.as_ref())?),
+            Args::None | Args::Value => None,
         };
         let mut keys: Vec<(String, Expr)> = Vec::new();
         let mut kinds = Vec::new();

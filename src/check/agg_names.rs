@@ -81,30 +81,40 @@ mod tests {
         let cases = [
             (
                 "vfs_read",
-                AggFunc::Hist,
+                AggFunc::named("hist").expect("hist"),
                 Some("latency"),
                 "vfs_read_hist_latency",
             ),
-            ("vfs_read", AggFunc::Count, None, "vfs_read_count"),
+            (
+                "vfs_read",
+                AggFunc::named("count").expect("count"),
+                None,
+                "vfs_read_count",
+            ),
             (
                 "vfs_read#2",
-                AggFunc::Sum,
+                AggFunc::named("sum").expect("sum"),
                 Some("ret"),
                 "vfs_read_2_sum_ret",
             ),
             (
                 "vfs_read,vfs_write",
-                AggFunc::Max,
+                AggFunc::named("max").expect("max"),
                 Some("file->f_pos + 1"),
                 "vfs_read_vfs_write_max_file_f_pos_1",
             ),
             (
                 "ext4_file_*",
-                AggFunc::Avg,
+                AggFunc::named("avg").expect("avg"),
                 Some("Count"),
                 "ext4_file_avg_count",
             ),
-            ("*", AggFunc::Count, None, "session_count"),
+            (
+                "*",
+                AggFunc::named("count").expect("count"),
+                None,
+                "session_count",
+            ),
         ];
         for (label, func, arg, want) in cases {
             assert_eq!(derived(label, func, arg), want, "{label} {func:?} {arg:?}");

@@ -68,7 +68,10 @@ impl Checker<'_> {
                 "the functions are {} (`path(FILE)`: the path of a `struct file *`)",
                 super::quote_list(super::CALLS)
             ))
-            .hint("aggregations (count, hist, lhist, percentiles, sum, min, max, avg) are statements in a `{ }` block");
+            .hint(format!(
+                "aggregations ({}) are statements in a `{{ }}` block",
+                crate::aggregate::names().collect::<Vec<_>>().join(", ")
+            ));
             return Err(self.error_with(d));
         }
         if args.len() != 1 {

@@ -402,21 +402,6 @@ pub struct Aggregation {
     pub name: String,
 }
 
-impl Aggregation {
-    /// A histogram's slots in the kernel (`struct fslat_hist`, or the `lhist`'s own
-    /// struct); `None` for the other aggregations.
-    pub fn hist_slots(&self) -> Option<usize> {
-        match (self.func, self.linear) {
-            (AggFunc::Hist, _) => Some(HIST_SLOTS),
-            (AggFunc::Lhist, Some(l)) => Some(l.slots()),
-            _ => None,
-        }
-    }
-}
-
-/// Slots of a `struct fslat_hist` (FSLAT_HIST_SLOTS in fslat.bpf.h); its sum follows them.
-pub const HIST_SLOTS: usize = 66;
-
 /// `lhist(x, min, max, step)`: slot 0 counts values below `min`, slot `i` in `1..=buckets()`
 /// `[min + (i-1)*step, min + i*step)`, and the last slot values from `min +
 /// buckets()*step` up (as bpftrace's `lhist`). Nanoseconds for a duration.

@@ -4,7 +4,7 @@
 //! the runtime: codegen spells every name from here and the runtime finds every name
 //! here, so renaming a map is one edit.
 
-use super::program::{AggFunc, Aggregation, Program, Session};
+use super::program::{Aggregation, Program, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -86,7 +86,9 @@ impl Aggregation {
 
     /// `percentiles`: the per-CPU map of each key's count and max.
     pub fn max_map(&self) -> Option<String> {
-        (self.func == AggFunc::Percentiles).then(|| format!("{}_max", self.map()))
+        self.func
+            .per_cpu_max()
+            .then(|| format!("{}_max", self.map()))
     }
 }
 

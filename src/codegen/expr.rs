@@ -5,9 +5,10 @@
 //! emitted once per phase.
 
 use super::ctypes::{c_int, struct_name};
+use crate::aggregate::{CValue, Start};
 use crate::check::program::*;
 use crate::check::resources::{EVENTS_MAP, KSTACKS_MAP};
-use crate::syntax::ast::{AggFunc, BinOp, UnOp};
+use crate::syntax::ast::{BinOp, UnOp};
 use std::collections::{HashMap, HashSet};
 
 pub struct Phase<'p> {
@@ -452,42 +453,10 @@ impl<'p> Phase<'p> {
             let dst = format!("({key})->{}", super::field_member(i));
             out.push(self.store(&k.expr, &dst, k.kind));
         }
-        // A new key starts from a zero global (values too big for the BPF stack) or from
-        // a literal; `extra` are the adder's arguments after the value.
-        let lhist_type = format!("struct fslat_lhist_{}", a.id);
-        let (vtype, start, add, extra) = match a.func {
-            AggFunc::Lhist => (
-                lhist_type.as_str(),
-                Start::Global(format!("fslat_lhist_zero_{}", a.id)),
-                "fslat_lhist_add",
-                "",
-            ),
-            AggFunc::Hist => (
-                "struct fslat_hist",
-                Start::Global("fslat_hist_zero".into()),
-                if a.duration {
-                    "fslat_hist_add_us"
-                } else {
-                    "fslat_hist_add"
-                },
-                "",
-            ),
-            AggFunc::Percentiles => (
-                "struct fslat_pct",
-                Start::Global("fslat_pct_zero".into()),
-                "fslat_pct_add",
-                "",
-            ),
-            _ => (
-                "struct fslat_stat",
-                Start::Literal("{ .min = 0x7fffffffffffffffLL, .max = -0x7fffffffffffffffLL - 1 }"),
-                "fslat_stat_add",
-                "",
-            ),
-        };
+        let CValue { ty: vtype, start } = a.func.c_value(a);
         let x = match &a.arg {
-            // Two maps take it: evaluate it once.
-            Some(arg) if a.func == AggFunc::Percentiles => {
+            // Two maps take it (`c_after` too): evaluate it once.
+            Some(arg) if a.func.per_cpu_max() => {
                 let v = self.temp();
                 out.push(format!("__s64 {v} = (__s64)({});", self.expr(arg)));
                 v
@@ -513,50 +482,16 @@ impl<'p> Phase<'p> {
         out.push(format!("\t{value} = bpf_map_lookup_elem(&{map}, {key});"));
         out.push("}".into());
         out.push(format!("if ({value})"));
-        match a.linear {
-            Some(l) => out.push(format!(
-                "\t{add}({value}->slots, &{value}->sum, {x}, {}, {}, {});",
-                int_literal(i128::from(l.min)),
-                int_literal(i128::from(l.step)),
-                int_literal(i128::from(l.buckets()))
-            )),
-            None => out.push(format!("\t{add}({value}, {x}{extra});")),
-        }
+        out.push(format!("\t{}", a.func.c_add(a, &value, &x)));
         out.push("else".into());
         out.push("\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into());
-        if a.func == AggFunc::Percentiles {
-            out.extend(self.percentile_max(a, &key, &value, &x));
-        }
+        out.extend(a.func.c_after(a, &key, &value, &x));
         // Each aggregation gets its own scope: the key and value names are per block.
         let mut block = vec!["{".to_string()];
         block.extend(out.into_iter().map(|l| format!("\t{l}")));
         block.push("}".into());
         block
     }
-
-    /// percentiles: this CPU's count and max of the key, in its max map. A lost
-    /// update is counted once, by whichever map missed first.
-    fn percentile_max(&mut self, a: &Aggregation, key: &str, value: &str, x: &str) -> Vec<String> {
-        let m = self.temp();
-        let map = a.max_map().expect("percentiles has a max map");
-        vec![
-            format!("struct fslat_pct_max *{m} = bpf_map_lookup_elem(&{map}, {key});"),
-            format!("if (!{m}) {{"),
-            "\tstruct fslat_pct_max fslat_zero = {};".into(),
-            format!("\tbpf_map_update_elem(&{map}, {key}, &fslat_zero, BPF_NOEXIST);"),
-            format!("\t{m} = bpf_map_lookup_elem(&{map}, {key});"),
-            "}".into(),
-            format!("if ({m})"),
-            format!("\tfslat_pct_max_add({m}, {x}, fslat_pct_tag());"),
-            format!("else if ({value})"),
-            "\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into(),
-        ]
-    }
-}
-
-enum Start {
-    Global(String),
-    Literal(&'static str),
 }
 
 fn groups(path: &[Vec<String>]) -> String {

@@ -5,9 +5,9 @@
 mod ctypes;
 mod expr;
 
+use crate::aggregate::values::CStruct;
 use crate::check::program::*;
 use crate::check::resources::{self, Counter, ProgRole, Setting};
-use crate::syntax::ast::AggFunc;
 use ctypes::c_int;
 use expr::{Phase, Scratch};
 use handlebars::Handlebars;
@@ -91,7 +91,10 @@ struct ProgramData {
     atomics: bool,
     /// fentry mode's call stacks in task storage (5.11+), else in a hash map.
     task_storage: bool,
-    uses_percentiles: bool,
+    /// The `bpf-runtime/` headers the program's aggregations need beyond fslat.bpf.h.
+    agg_headers: Vec<&'static str>,
+    /// The aggregation value structs the runtime reads, checked field by field.
+    agg_structs: Vec<CStruct>,
     /// The most `entry()` values one session saves (0: none; FSLAT_ENTRY_VALUES).
     entry_values: usize,
     session_count: usize,
@@ -174,8 +177,8 @@ struct AggMapData {
     value_type: String,
     /// percentiles: the per-CPU map of counts and maxima.
     max_map: Option<String>,
-    /// lhist: the slots of its own value struct, `struct fslat_lhist_ID`.
-    lhist_slots: Option<usize>,
+    /// The aggregation's own C declarations (`lhist`: its value struct).
+    value_decl: Vec<String>,
     entries: u32,
 }
 
@@ -230,6 +233,7 @@ struct MultiData {
 
 /// The BPF C for `program` in `mode`.
 pub fn generate(program: &Program, mode: Mode) -> String {
+    let aggregations = || program.sessions.iter().flat_map(|s| &s.aggregations);
     let data = ProgramData {
         version: env!("CARGO_PKG_VERSION"),
         mode: mode.name(),
@@ -240,11 +244,8 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
         atomics: program.features.atomics,
         task_storage: program.features.task_storage,
-        uses_percentiles: program
-            .sessions
-            .iter()
-            .flat_map(|s| &s.aggregations)
-            .any(|a| a.func == AggFunc::Percentiles),
+        agg_headers: unique(aggregations().filter_map(|a| a.func.header())),
+        agg_structs: unique(aggregations().flat_map(|a| a.func.c_structs().iter().copied())),
         entry_values: program
             .sessions
             .iter()
@@ -363,6 +364,17 @@ fn event_data(e: &EventSchema) -> EventData {
     }
 }
 
+/// `items` in their first order, each once.
+fn unique<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
 fn agg_map_data(a: &Aggregation) -> AggMapData {
     AggMapData {
         id: a.id,
@@ -378,15 +390,10 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
                 .collect()
         },
         key_size: a.key_size,
-        value_type: match a.func {
-            AggFunc::Hist => "struct fslat_hist".into(),
-            AggFunc::Lhist => format!("struct fslat_lhist_{}", a.id),
-            AggFunc::Percentiles => "struct fslat_pct".into(),
-            _ => "struct fslat_stat".into(),
-        },
+        value_type: a.func.c_value(a).ty,
         max_map: a.max_map(),
-        lhist_slots: a.linear.map(|l| l.slots()),
-        entries: if a.func == AggFunc::Percentiles {
+        value_decl: a.func.c_decl(a),
+        entries: if a.func.per_cpu_max() {
             PCT_ENTRIES
         } else {
             AGG_ENTRIES

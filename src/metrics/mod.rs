@@ -11,7 +11,8 @@ mod prometheus;
 pub use otlp::{OtlpTarget, Pusher};
 pub use prometheus::{Server, encode};
 
-use crate::check::program::{AggFunc, Linear};
+use crate::aggregate::AggFunc;
+use crate::check::program::Linear;
 use crate::output::{Summary, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -64,6 +65,8 @@ pub enum PointValue {
         negative: u64,
         sum: i64,
     },
+    /// A count and a sum, exported as a histogram without bounds.
+    Summary { count: u64, sum: i64 },
 }
 
 impl Snapshot {
@@ -172,6 +175,7 @@ fn native_buckets(v: &PointValue, duration: bool, linear: Option<Linear>) -> Opt
     };
     match v {
         PointValue::Number(_) => None,
+        PointValue::Summary { count, sum } => Some((Vec::new(), *count, *sum)),
         PointValue::Hist { slots, sum } if let Some(l) = linear => {
             let at = |i: usize| slots.get(i).copied().unwrap_or(0);
             let n = l.buckets() as usize;

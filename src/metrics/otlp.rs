@@ -10,7 +10,7 @@
 //! event: the tracing loop only publishes snapshots.
 
 use super::{AggSeries, Board, PointValue, Snapshot, histograms, row_labels, scale};
-use crate::check::program::AggFunc;
+use crate::aggregate::MetricKind;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::{
@@ -322,21 +322,23 @@ fn aggregation(
             .iter()
             .filter_map(|r| match r.value {
                 PointValue::Number(n) => Some(point(attributes(r), number(n))),
-                PointValue::Hist { .. } | PointValue::Pct { .. } => None,
+                PointValue::Hist { .. } | PointValue::Pct { .. } | PointValue::Summary { .. } => {
+                    None
+                }
             })
             .collect::<Vec<_>>()
     };
     let cumulative = AggregationTemporality::Cumulative as i32;
-    let data = match a.func {
-        AggFunc::Count | AggFunc::Sum => Data::Sum(Sum {
+    let data = match a.func.metric() {
+        MetricKind::Counter => Data::Sum(Sum {
             data_points: numbers(),
             aggregation_temporality: cumulative,
             is_monotonic: true,
         }),
-        AggFunc::Min | AggFunc::Max | AggFunc::Avg => Data::Gauge(Gauge {
+        MetricKind::Gauge => Data::Gauge(Gauge {
             data_points: numbers(),
         }),
-        AggFunc::Hist | AggFunc::Lhist | AggFunc::Percentiles => Data::Histogram(Histogram {
+        MetricKind::Histogram => Data::Histogram(Histogram {
             data_points: a
                 .rows
                 .iter()

@@ -5,7 +5,7 @@
 //! reads holds one worker for a few seconds and never reaches the tracing loop.
 
 use super::{AggSeries, Board, PointValue, Snapshot, histograms, row_labels, scale};
-use crate::check::program::AggFunc;
+use crate::aggregate::MetricKind;
 use crate::output::Summary;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
@@ -131,10 +131,10 @@ fn encode_aggregation(
     let name = format!("fslat_{}", a.name.strip_suffix("_total").unwrap_or(&a.name));
     let unit = if a.duration { " (seconds)" } else { "" };
     let help = format!("{}: {}{unit}.", a.session, a.title);
-    let kind = match a.func {
-        AggFunc::Count | AggFunc::Sum => MetricType::Counter,
-        AggFunc::Min | AggFunc::Max | AggFunc::Avg => MetricType::Gauge,
-        AggFunc::Hist | AggFunc::Lhist | AggFunc::Percentiles => MetricType::Histogram,
+    let kind = match a.func.metric() {
+        MetricKind::Counter => MetricType::Counter,
+        MetricKind::Gauge => MetricType::Gauge,
+        MetricKind::Histogram => MetricType::Histogram,
     };
     let mut family = encoder.encode_descriptor(&name, &help, None, kind)?;
     let histograms = histograms(a);

@@ -27,7 +27,7 @@ fn snapshot() -> Snapshot {
                 name: "reads".into(),
                 session: "vfs_read".into(),
                 title: "count() by comm".into(),
-                func: AggFunc::Count,
+                func: AggFunc::named("count").expect("count"),
                 duration: false,
                 linear: None,
                 key_names: vec!["comm".into()],
@@ -40,7 +40,7 @@ fn snapshot() -> Snapshot {
                 name: "lat".into(),
                 session: "vfs_read".into(),
                 title: "hist(latency)".into(),
-                func: AggFunc::Hist,
+                func: AggFunc::named("hist").expect("hist"),
                 duration: true,
                 linear: None,
                 key_names: vec![],
@@ -326,7 +326,7 @@ fn percentiles_snapshot() -> Snapshot {
         name: "sizes".into(),
         session: "vfs_read".into(),
         title: "percentiles(count)".into(),
-        func: AggFunc::Percentiles,
+        func: AggFunc::named("percentiles").expect("percentiles"),
         duration: false,
         linear: None,
         key_names: vec![],
@@ -410,7 +410,7 @@ fn an_lhist_exports_its_linear_buckets_with_the_ones_below_and_above() {
             name: "sizes".into(),
             session: "vfs_write".into(),
             title: "lhist(count, 10, 40, 10)".into(),
-            func: AggFunc::Lhist,
+            func: AggFunc::named("lhist").expect("lhist"),
             duration: false,
             linear: Some(l),
             key_names: vec![],
@@ -441,4 +441,49 @@ fn an_lhist_exports_its_linear_buckets_with_the_ones_below_and_above() {
         );
     }
     assert_eq!(text.matches("fslat_sizes_bucket").count(), 5, "{text}");
+}
+
+#[test]
+fn stats_export_a_count_and_a_sum() {
+    let snap = Snapshot {
+        aggregations: vec![AggSeries {
+            name: "write_time".into(),
+            session: "vfs_write".into(),
+            title: "stats(latency) by comm".into(),
+            func: AggFunc::named("stats").expect("stats"),
+            duration: true,
+            linear: None,
+            key_names: vec!["comm".into()],
+            rows: vec![AggPoint {
+                keys: vec![Value::Str(Cow::Borrowed(b"dd"))],
+                value: PointValue::Summary {
+                    count: 3,
+                    sum: 60_000_000,
+                },
+            }],
+        }],
+        ..Snapshot::empty()
+    };
+    let text = encode(&snap);
+    for line in [
+        "# TYPE fslat_write_time histogram",
+        "fslat_write_time_bucket{comm=\"dd\",le=\"+Inf\"} 3",
+        "fslat_write_time_sum{comm=\"dd\"} 0.06",
+        "fslat_write_time_count{comm=\"dd\"} 3",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "no line {line:?} in\n{text}"
+        );
+    }
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    let req = otlp::request(&snap);
+    let m = &req.resource_metrics[0].scope_metrics[0].metrics[0];
+    let Some(Data::Histogram(h)) = &m.data else {
+        panic!("{m:?}")
+    };
+    let p = &h.data_points[0];
+    assert_eq!((p.count, p.sum), (3, Some(0.06)));
+    assert_eq!(p.bucket_counts, [3]);
+    assert!(p.explicit_bounds.is_empty());
 }

@@ -4,7 +4,7 @@
 use super::interval::IntervalStamp;
 use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
-use crate::check::program::{AggFunc, EventSchema, Linear};
+use crate::check::program::{EventSchema, Linear};
 use crate::stacks::StackTable;
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
@@ -95,11 +95,7 @@ impl<W: Write> Writer for JsonWriter<W> {
     }
 
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()> {
-        let kind = match a.func {
-            AggFunc::Hist | AggFunc::Lhist => "hist",
-            AggFunc::Percentiles => "percentiles",
-            _ => "count",
-        };
+        let kind = a.func.json_type();
         let rows: Vec<Json> = a
             .rows
             .iter()
@@ -111,6 +107,15 @@ impl<W: Write> Writer for JsonWriter<W> {
                 let value_key = if a.duration { "value_ns" } else { "value" };
                 match &r.value {
                     AggValue::Number(n) => json!({"keys": keys, value_key: n}),
+                    AggValue::Fields(fields) => {
+                        let mut row = Map::new();
+                        row.insert("keys".into(), Json::Object(keys));
+                        for f in fields {
+                            let ns = if f.in_unit && a.duration { "_ns" } else { "" };
+                            row.insert(format!("{}{ns}", f.name), json!(f.value));
+                        }
+                        Json::Object(row)
+                    }
                     AggValue::Percentiles(p) => percentile_row(keys, p, a.duration),
                     AggValue::Hist(slots) => {
                         let buckets: Vec<Json> = slots

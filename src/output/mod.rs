@@ -80,7 +80,7 @@ pub struct AggResult {
     /// The aggregation's name (`as NAME` or derived): unique in the program.
     pub name: String,
     pub title: String,
-    pub func: crate::check::program::AggFunc,
+    pub func: crate::aggregate::AggFunc,
     pub duration: bool,
     /// `lhist`'s buckets (else a `hist`'s powers of two).
     pub linear: Option<Linear>,
@@ -100,10 +100,35 @@ pub struct AggRow {
 pub enum AggValue {
     /// count, sum, min, max, avg: the one number asked for (avg rounded down).
     Number(i64),
+    /// Several named numbers of one key, printed `name=value` (JSON `name`, `name_ns` for
+    /// a duration): an aggregation that shows more than one figure.
+    Fields(Vec<NamedNumber>),
     /// hist: slots as in fslat.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)); lhist:
     /// slots as `Linear` says.
     Hist(Vec<u64>),
     Percentiles(percentiles::Pct),
+}
+
+/// One of a row's named numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NamedNumber {
+    pub name: &'static str,
+    pub value: i64,
+    /// In the argument's unit (a duration when it is one), not a count.
+    pub in_unit: bool,
+}
+
+impl AggValue {
+    /// What rows are sorted by, smallest first: the number, the first named number, or
+    /// how many values a histogram holds.
+    pub fn rank(&self) -> i128 {
+        match self {
+            AggValue::Number(n) => i128::from(*n),
+            AggValue::Fields(f) => f.first().map_or(0, |n| i128::from(n.value)),
+            AggValue::Hist(s) => i128::from(s.iter().sum::<u64>()),
+            AggValue::Percentiles(p) => i128::from(p.count()),
+        }
+    }
 }
 
 /// Where decoded output goes: text lines or JSON lines.

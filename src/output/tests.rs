@@ -113,7 +113,7 @@ fn hist_result(duration: bool, rows: Vec<(&str, Vec<(usize, u64)>)>) -> AggResul
         session: "vfs_read".into(),
         name: "vfs_read_hist_latency".into(),
         title: "hist(latency) by comm".into(),
-        func: crate::check::program::AggFunc::Hist,
+        func: crate::aggregate::AggFunc::named("hist").expect("hist"),
         duration,
         linear: None,
         key_names: vec!["comm".into()],
@@ -229,7 +229,7 @@ fn percentiles_print_count_quantiles_and_max_on_one_line() {
         session: "vfs_read".into(),
         name: "lat".into(),
         title: "percentiles(latency) by comm".into(),
-        func: crate::check::program::AggFunc::Percentiles,
+        func: crate::aggregate::AggFunc::named("percentiles").expect("percentiles"),
         duration: true,
         linear: None,
         key_names: vec!["comm".into()],
@@ -265,7 +265,7 @@ fn lhist_rows_print_their_linear_bounds_in_text_and_json() {
         session: "vfs_write".into(),
         name: "sizes".into(),
         title: "lhist(count, 10, 40, 10)".into(),
-        func: crate::check::program::AggFunc::Lhist,
+        func: crate::aggregate::AggFunc::named("lhist").expect("lhist"),
         duration: false,
         linear: Some(l),
         key_names: vec![],
@@ -342,4 +342,55 @@ fn calls_the_kernel_skipped_are_in_the_summary_only_when_there_are_some() {
         assert_eq!(line.contains("\"missed\":5"), json, "{line}");
         assert_eq!(line.contains("missed"), json, "{line}");
     }
+}
+
+#[test]
+fn stats_rows_print_count_average_and_total() {
+    let func = crate::aggregate::AggFunc::named("stats").expect("stats");
+    let stat = |count, sum| crate::aggregate::values::Stat {
+        count,
+        sum,
+        min: 0,
+        max: 0,
+    };
+    let result = |duration, rows: Vec<(&str, u64, i64)>| AggResult {
+        session: "vfs_write".into(),
+        name: "w".into(),
+        title: "stats(x) by comm".into(),
+        func,
+        duration,
+        linear: None,
+        key_names: vec!["comm".into()],
+        rows: rows
+            .into_iter()
+            .map(|(comm, count, sum)| AggRow {
+                keys: vec![Value::Str(comm.as_bytes().to_vec().into())],
+                value: func.show(&crate::aggregate::State::Stat(stat(count, sum))),
+            })
+            .collect(),
+        interval: None,
+    };
+    let text = |a: &AggResult| {
+        let mut out = Vec::new();
+        TextWriter::new(&mut out).aggregation(a).expect("writes");
+        String::from_utf8(out).expect("utf-8")
+    };
+    assert_eq!(
+        text(&result(false, vec![("dd", 3, 60), ("cat", 0, 0)])),
+        "w: vfs_write stats(x) by comm\n  comm=dd count=3 average=20 total=60\n  comm=cat count=0 average=0 total=0\n"
+    );
+    let a = result(true, vec![("dd", 2, 3_000_000)]);
+    assert_eq!(
+        text(&a),
+        "w: vfs_write stats(x) by comm\n  comm=dd count=2 average=1500us total=3000us\n"
+    );
+    let mut out = Vec::new();
+    JsonWriter::new(&mut out).aggregation(&a).expect("writes");
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+    assert_eq!(v["type"], "stats");
+    assert_eq!(v["function"], "stats");
+    assert_eq!(
+        v["rows"][0],
+        serde_json::json!({"keys": {"comm": "dd"}, "count": 2, "average_ns": 1_500_000, "total_ns": 3_000_000})
+    );
 }

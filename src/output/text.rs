@@ -235,25 +235,27 @@ impl<W: Write> Writer for TextWriter<W> {
                 .zip(&row.keys)
                 .map(|(k, v)| format!("{k}={}", format_value(v)))
                 .collect();
+            let line = |text: &mut String, shown: String| {
+                let gap = if keys.is_empty() { "" } else { " " };
+                let _ = writeln!(text, "  {}{gap}{shown}", keys.join(" "));
+            };
             match &row.value {
-                AggValue::Number(n) => {
-                    let _ = writeln!(
-                        text,
-                        "  {}{}{}",
-                        keys.join(" "),
-                        if keys.is_empty() { "" } else { " " },
-                        value(*n)
-                    );
+                AggValue::Number(n) => line(&mut text, value(*n)),
+                AggValue::Fields(fields) => {
+                    let shown: Vec<String> = fields
+                        .iter()
+                        .map(|f| {
+                            let v = if f.in_unit {
+                                value(f.value)
+                            } else {
+                                f.value.to_string()
+                            };
+                            format!("{}={v}", f.name)
+                        })
+                        .collect();
+                    line(&mut text, shown.join(" "));
                 }
-                AggValue::Percentiles(p) => {
-                    let _ = writeln!(
-                        text,
-                        "  {}{}{}",
-                        keys.join(" "),
-                        if keys.is_empty() { "" } else { " " },
-                        percentile_fields(p, a.duration)
-                    );
-                }
+                AggValue::Percentiles(p) => line(&mut text, percentile_fields(p, a.duration)),
                 AggValue::Hist(slots) => {
                     if !keys.is_empty() {
                         let _ = writeln!(text, "  {}", keys.join(" "));

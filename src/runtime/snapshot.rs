@@ -11,112 +11,20 @@
 //! The metrics exporter reads the cumulative snapshots (`Snapshots::cumulative`).
 
 use super::RuntimeError;
-use crate::check::program::{AggFunc, Aggregation, FieldKind, Program};
+use crate::aggregate::State;
+use crate::check::program::{Aggregation, FieldKind, Program};
 use crate::check::resources::INTERVAL_MAP;
 use crate::metrics;
-use crate::output::buckets::PCT_SLOTS;
 use crate::output::interval::IntervalStamp;
-use crate::output::percentiles::Pct;
-use crate::output::{AggResult, AggRow, AggValue, Value, read_value};
+use crate::output::{AggResult, AggRow, Value, read_value};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags};
 use std::collections::BTreeMap;
 
-/// One key's value, summed over CPUs where the map is per-CPU.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Raw {
-    /// count, sum, min, max, avg.
-    Stat {
-        count: u64,
-        sum: i64,
-        min: i64,
-        max: i64,
-    },
-    Hist {
-        slots: Vec<u64>,
-        sum: i64,
-    },
-    Pct {
-        /// `max` is over the run (or, in an interval view, over the interval).
-        pct: Pct,
-        /// The max of the interval the snapshot was read at the end of.
-        interval_max: Option<i64>,
-    },
-}
-
-impl Raw {
-    /// Whether nothing was recorded (such keys are not printed for an interval).
-    fn is_empty(&self) -> bool {
-        match self {
-            Raw::Stat { count, .. } => *count == 0,
-            Raw::Hist { slots, .. } => slots.iter().all(|&n| n == 0),
-            Raw::Pct { pct, .. } => pct.count() == 0,
-        }
-    }
-
-    /// What happened between `earlier` and `self` (both cumulative, same key).
-    fn since(&self, earlier: Option<&Raw>) -> Raw {
-        match (self, earlier) {
-            (
-                Raw::Stat {
-                    count,
-                    sum,
-                    min,
-                    max,
-                },
-                Some(Raw::Stat {
-                    count: c0, sum: s0, ..
-                }),
-            ) => Raw::Stat {
-                count: count.saturating_sub(*c0),
-                sum: sum.wrapping_sub(*s0),
-                min: *min,
-                max: *max,
-            },
-            (
-                Raw::Hist { slots, sum },
-                Some(Raw::Hist {
-                    slots: then,
-                    sum: s0,
-                }),
-            ) => Raw::Hist {
-                slots: slots
-                    .iter()
-                    .zip(then)
-                    .map(|(a, b)| a.saturating_sub(*b))
-                    .collect(),
-                sum: sum.wrapping_sub(*s0),
-            },
-            (Raw::Pct { pct, interval_max }, Some(Raw::Pct { pct: then, .. })) => Raw::Pct {
-                pct: Pct {
-                    slots: pct
-                        .slots
-                        .iter()
-                        .zip(&then.slots)
-                        .map(|(a, b)| a.saturating_sub(*b))
-                        .collect(),
-                    negative: pct.negative.saturating_sub(then.negative),
-                    max: *interval_max,
-                    sum: pct.sum.wrapping_sub(then.sum),
-                },
-                interval_max: *interval_max,
-            },
-            (Raw::Pct { pct, interval_max }, None) => Raw::Pct {
-                pct: Pct {
-                    max: *interval_max,
-                    ..pct.clone()
-                },
-                interval_max: *interval_max,
-            },
-            (now, _) => now.clone(),
-        }
-    }
-}
-
 /// One aggregation's rows, by the key's bytes as the kernel stores them.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AggSnapshot {
-    pub rows: BTreeMap<Vec<u8>, Raw>,
+    pub rows: BTreeMap<Vec<u8>, State>,
 }
 
 impl AggSnapshot {
@@ -136,30 +44,14 @@ impl AggSnapshot {
             else {
                 continue;
             };
-            let raw = match max_map {
-                Some(max_map) => {
-                    let cpus = max_map
-                        .lookup_percpu(&key, MapFlags::ANY)
-                        .map_err(RuntimeError::libbpf("reading an aggregation"))?
-                        .unwrap_or_default();
-                    read_pct(&v, &cpus, tag)
-                }
-                None => {
-                    let word = |i| super::u64_at(&v, i);
-                    match a.hist_slots() {
-                        Some(n) => Raw::Hist {
-                            slots: (0..n).map(word).collect(),
-                            sum: word(n) as i64,
-                        },
-                        None => Raw::Stat {
-                            count: word(0),
-                            sum: word(1) as i64,
-                            min: word(2) as i64,
-                            max: word(3) as i64,
-                        },
-                    }
-                }
+            let cpus = match max_map {
+                Some(max_map) => max_map
+                    .lookup_percpu(&key, MapFlags::ANY)
+                    .map_err(RuntimeError::libbpf("reading an aggregation"))?
+                    .unwrap_or_default(),
+                None => Vec::new(),
             };
+            let raw = a.func.decode(a, &v, &cpus, tag);
             rows.insert(key, raw);
         }
         Ok(AggSnapshot { rows })
@@ -190,18 +82,14 @@ impl AggSnapshot {
             .iter()
             .map(|(key, raw)| AggRow {
                 keys: key_values(a, key, stacks),
-                value: value(a.func, raw),
+                value: a.func.show(raw),
             })
             .collect();
         // Biggest last; keys break ties so output is stable.
         rows.sort_by(|x, y| {
-            let rank = |r: &AggRow| match &r.value {
-                AggValue::Number(n) => *n as i128,
-                AggValue::Hist(s) => s.iter().sum::<u64>() as i128,
-                AggValue::Percentiles(p) => p.count() as i128,
-            };
-            rank(x)
-                .cmp(&rank(y))
+            x.value
+                .rank()
+                .cmp(&y.value.rank())
                 .then_with(|| format!("{:?}", x.keys).cmp(&format!("{:?}", y.keys)))
         });
         AggResult {
@@ -229,73 +117,10 @@ impl AggSnapshot {
             .iter()
             .map(|(key, raw)| metrics::AggPoint {
                 keys: key_values(a, key, stacks),
-                value: match raw {
-                    Raw::Hist { slots, sum } => metrics::PointValue::Hist {
-                        slots: slots.clone(),
-                        sum: *sum,
-                    },
-                    Raw::Pct { pct, .. } => metrics::PointValue::Pct {
-                        slots: pct.slots.clone(),
-                        negative: pct.negative,
-                        sum: pct.sum,
-                    },
-                    &Raw::Stat {
-                        count,
-                        sum,
-                        min,
-                        max,
-                    } => metrics::PointValue::Number(stat_number(a.func, count, sum, min, max)),
-                },
+                value: a.func.point(raw),
             })
             .collect()
     }
-}
-
-fn value(func: AggFunc, raw: &Raw) -> AggValue {
-    match raw {
-        Raw::Hist { slots, .. } => AggValue::Hist(slots.clone()),
-        Raw::Pct { pct, .. } => AggValue::Percentiles(pct.clone()),
-        &Raw::Stat {
-            count,
-            sum,
-            min,
-            max,
-        } => AggValue::Number(stat_number(func, count, sum, min, max)),
-    }
-}
-
-/// The one number a count, sum, min, max or avg shows.
-fn stat_number(func: AggFunc, count: u64, sum: i64, min: i64, max: i64) -> i64 {
-    match func {
-        AggFunc::Count => count as i64,
-        AggFunc::Sum => sum,
-        AggFunc::Min => min,
-        AggFunc::Max => max,
-        _ => sum.checked_div(count as i64).unwrap_or(0),
-    }
-}
-
-/// A `struct fslat_pct` and the CPUs' `struct fslat_pct_max` (fslat_pct.bpf.h).
-fn read_pct(hist: &[u8], cpus: &[Vec<u8>], tag: u64) -> Raw {
-    let mut pct = Pct::empty();
-    pct.negative = super::u64_at(hist, 0);
-    for (i, slot) in pct.slots.iter_mut().enumerate().take(PCT_SLOTS) {
-        *slot = super::u64_at(hist, 1 + i);
-    }
-    let mut interval_max: Option<i64> = None;
-    for v in cpus {
-        let word = |i| super::u64_at(v, i);
-        if word(0) > 0 {
-            pct.sum = pct.sum.wrapping_add(word(4) as i64);
-            let max = word(1) as i64;
-            pct.max = Some(pct.max.map_or(max, |m| m.max(max)));
-        }
-        if word(2) == tag {
-            let max = word(3) as i64;
-            interval_max = Some(interval_max.map_or(max, |m| m.max(max)));
-        }
-    }
-    Raw::Pct { pct, interval_max }
 }
 
 /// Every aggregation's latest cumulative snapshot, in program order, and the interval

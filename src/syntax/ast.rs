@@ -41,33 +41,8 @@ pub struct EmitItem {
     pub alias: Option<Ident>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub enum AggFunc {
-    Count,
-    Hist,
-    /// Linear histogram: `lhist(expr, min, max, step)`.
-    Lhist,
-    Sum,
-    Min,
-    Max,
-    Avg,
-    Percentiles,
-}
-
-impl AggFunc {
-    pub fn name(self) -> &'static str {
-        match self {
-            AggFunc::Count => "count",
-            AggFunc::Hist => "hist",
-            AggFunc::Lhist => "lhist",
-            AggFunc::Sum => "sum",
-            AggFunc::Min => "min",
-            AggFunc::Max => "max",
-            AggFunc::Avg => "avg",
-            AggFunc::Percentiles => "percentiles",
-        }
-    }
-}
+/// An aggregation: one of `aggregate::ALL`.
+pub use crate::aggregate::AggFunc;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Aggregate {

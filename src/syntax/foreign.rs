@@ -331,7 +331,7 @@ fn keyword_typo(source: &str, pos: usize, word: &str, expected: &[Rule]) -> Opti
         keywords.push("emit");
     }
     if expected.contains(&Rule::aggregation) || expected.contains(&Rule::agg_func) {
-        keywords.extend(["count", "hist", "percentiles", "sum", "min", "max", "avg"]);
+        keywords.extend(crate::aggregate::names());
     }
     if expected.contains(&Rule::by_clause) || expected.contains(&Rule::kw_by) {
         keywords.push("by");
@@ -515,7 +515,10 @@ fn translate_statement(stmt: &str) -> Option<String> {
     };
     let rest = rest.strip_prefix('=')?.trim_start();
     let func = ident_at(rest);
-    if !matches!(func, "count" | "hist" | "sum" | "min" | "max" | "avg") {
+    if !crate::aggregate::ALL
+        .iter()
+        .any(|a| a.in_bpftrace() && a.name() == func)
+    {
         return None;
     }
     let args = call_args(&rest[func.len()..])?;

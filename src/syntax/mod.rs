@@ -112,16 +112,8 @@ fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
     let text = pair.as_str();
     let mut inner = pair.into_inner();
     let f = inner.next().expect("aggregation starts with its function");
-    let func = match f.as_str() {
-        "count" => AggFunc::Count,
-        "hist" => AggFunc::Hist,
-        "lhist" => AggFunc::Lhist,
-        "sum" => AggFunc::Sum,
-        "min" => AggFunc::Min,
-        "max" => AggFunc::Max,
-        "percentiles" => AggFunc::Percentiles,
-        _ => AggFunc::Avg,
-    };
+    // The grammar's names are the registry's (aggregate's tests check it).
+    let func = AggFunc::named(f.as_str()).expect("the grammar parses registered names only");
     let mut args = Vec::new();
     let mut by = Vec::new();
     let mut key_names = Vec::new();
@@ -568,6 +560,15 @@ fn innermost_open(text: &str) -> Option<char> {
     stack.pop()
 }
 
+/// "an aggregation (count, hist, ...)", every name of the registry.
+fn an_aggregation() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let names: Vec<&str> = crate::aggregate::names().collect();
+        format!("an aggregation ({})", names.join(", "))
+    })
+}
+
 fn describe(rule: Rule) -> Option<&'static str> {
     Some(match rule {
         Rule::session | Rule::kw_session => "`session`",
@@ -575,9 +576,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::kw_where => "`where`",
         Rule::block => "`{`",
         Rule::emit | Rule::kw_emit => "`emit`",
-        Rule::aggregation | Rule::agg_func => {
-            "an aggregation (count, hist, percentiles, sum, min, max, avg)"
-        }
+        Rule::aggregation | Rule::agg_func => an_aggregation(),
         Rule::emit_item | Rule::expr | Rule::pred | Rule::postfix_expr => "an expression",
         Rule::ident => "a name",
         Rule::integer => "a number",

@@ -1,0 +1,338 @@
+//! Aggregations, one module each, as DataFusion's functions-aggregate keeps its aggregate
+//! functions: a module implements `Aggregate` (its name and arguments, its value in the
+//! BPF map and the helper that updates it, how the map value decodes, what a row shows in
+//! text and JSON and how it is exported) and `ALL` lists them. The parser, the check,
+//! codegen, the runtime, the writers, the exporters, the bpftrace hints, the REPL's
+//! completion and `--help` all take aggregations from here; the grammar's list of names
+//! is checked against `ALL` by a test.
+
+mod avg;
+mod count;
+mod hist;
+mod lhist;
+mod max;
+mod min;
+mod percentiles;
+mod scalar;
+mod stats;
+mod sum;
+pub mod values;
+
+use crate::check::program::Aggregation;
+use crate::metrics::PointValue;
+use crate::output::AggValue;
+use crate::output::percentiles::Pct;
+use values::{CStruct, Stat};
+
+/// Every aggregation, in the order `--help` and diagnostics list them.
+pub static ALL: &[&dyn Aggregate] = &[
+    &count::COUNT,
+    &hist::Hist,
+    &lhist::Lhist,
+    &percentiles::Percentiles,
+    &sum::SUM,
+    &min::MIN,
+    &max::MAX,
+    &avg::AVG,
+    &stats::Stats,
+];
+
+/// One aggregation: everything fslat knows about it besides the shared machinery (keys,
+/// names, maps, writers).
+pub trait Aggregate: Sync {
+    /// The name a script calls it by.
+    fn name(&self) -> &'static str;
+    /// How `--help` shows it.
+    fn help(&self) -> Help;
+    /// The arguments it takes.
+    fn args(&self) -> Args {
+        Args::Value
+    }
+    /// Whether bpftrace has it, with the same arguments: `@x = NAME(...)` then translates.
+    fn in_bpftrace(&self) -> bool {
+        false
+    }
+    /// Its value in the BPF map and how a new key's value starts.
+    fn c_value(&self, a: &Aggregation) -> CValue;
+    /// C declarations of this aggregation's own, before its map (`lhist`: a value struct
+    /// sized by its range, and a zero one to start new keys from).
+    fn c_decl(&self, _a: &Aggregation) -> Vec<String> {
+        Vec::new()
+    }
+    /// The C statement that adds `x` (an `__s64`) to `*value`.
+    fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String;
+    /// Statements after the update (`percentiles`: its per-CPU map's), given the key's
+    /// address, the value pointer (NULL when the update was lost) and the argument.
+    fn c_after(&self, _a: &Aggregation, _key: &str, _value: &str, _x: &str) -> Vec<String> {
+        Vec::new()
+    }
+    /// Value structs shared with the runtime, checked in the generated C.
+    fn c_structs(&self) -> &'static [CStruct];
+    /// The header of `bpf-runtime/` its helper is in, beyond fslat.bpf.h.
+    fn header(&self) -> Option<&'static str> {
+        None
+    }
+    /// `percentiles`: a per-CPU map of each key's count, sum and max beside the shared one
+    /// (`c_after` updates it).
+    fn per_cpu_max(&self) -> bool {
+        false
+    }
+    /// A key's value read from the map (`cpus`: each CPU's value of the per-CPU map, if
+    /// it has one); `tag` is the generation + 1 of the interval that just ended.
+    fn decode(&self, a: &Aggregation, value: &[u8], cpus: &[Vec<u8>], tag: u64) -> State;
+    /// What a row shows, in text and JSON.
+    fn show(&self, s: &State) -> AggValue;
+    /// JSON's `type` of its records.
+    fn json_type(&self) -> &'static str;
+    /// How Prometheus and OTLP export it.
+    fn metric(&self) -> MetricKind;
+    /// A row as the exporters take it (cumulative).
+    fn point(&self, s: &State) -> PointValue;
+}
+
+/// The line or two `--help` gives an aggregation.
+#[derive(Debug, Clone, Copy)]
+pub struct Help {
+    /// The call as written (`hist(EXPR) [by KEY]`).
+    pub call: &'static str,
+    pub about: &'static str,
+    /// A whole script using it.
+    pub example: Option<&'static str>,
+}
+
+/// What an aggregation takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Args {
+    /// Nothing (`count()`).
+    None,
+    /// An integer or a duration.
+    Value,
+    /// A value, then constant `min, max, step` (`lhist`).
+    ValueAndRange,
+}
+
+impl Args {
+    /// How many arguments follow the value.
+    pub fn more(self) -> usize {
+        match self {
+            Args::ValueAndRange => 3,
+            Args::None | Args::Value => 0,
+        }
+    }
+}
+
+/// An aggregation's value in the BPF map.
+pub struct CValue {
+    /// The C type (`struct fslat_stat`).
+    pub ty: String,
+    pub start: Start,
+}
+
+/// How a new key's value starts.
+pub enum Start {
+    /// From a zero global: values too big for the BPF stack.
+    Global(String),
+    /// From an initialiser.
+    Literal(&'static str),
+}
+
+/// How an aggregation is exported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    Counter,
+    Gauge,
+    /// Buckets (maybe none), a count and a sum.
+    Histogram,
+}
+
+/// A key's value as read from the kernel, summed over CPUs where the map is per-CPU.
+#[derive(Debug, Clone, PartialEq)]
+pub enum State {
+    /// `struct fslat_stat`.
+    Stat(Stat),
+    Hist {
+        slots: Vec<u64>,
+        sum: i64,
+    },
+    Pct {
+        /// `max` is over the run (or, in an interval view, over the interval).
+        pct: Pct,
+        /// The max of the interval the snapshot was read at the end of.
+        interval_max: Option<i64>,
+    },
+}
+
+impl State {
+    /// Whether nothing was recorded (such keys are not printed for an interval).
+    pub fn is_empty(&self) -> bool {
+        match self {
+            State::Stat(s) => s.count == 0,
+            State::Hist { slots, .. } => slots.iter().all(|&n| n == 0),
+            State::Pct { pct, .. } => pct.count() == 0,
+        }
+    }
+
+    /// What happened between `earlier` and `self` (both cumulative, same key).
+    pub fn since(&self, earlier: Option<&State>) -> State {
+        match (self, earlier) {
+            (State::Stat(now), Some(State::Stat(then))) => State::Stat(Stat {
+                count: now.count.saturating_sub(then.count),
+                sum: now.sum.wrapping_sub(then.sum),
+                ..*now
+            }),
+            (
+                State::Hist { slots, sum },
+                Some(State::Hist {
+                    slots: then,
+                    sum: s0,
+                }),
+            ) => State::Hist {
+                slots: slots
+                    .iter()
+                    .zip(then)
+                    .map(|(a, b)| a.saturating_sub(*b))
+                    .collect(),
+                sum: sum.wrapping_sub(*s0),
+            },
+            (State::Pct { pct, interval_max }, Some(State::Pct { pct: then, .. })) => State::Pct {
+                pct: Pct {
+                    slots: pct
+                        .slots
+                        .iter()
+                        .zip(&then.slots)
+                        .map(|(a, b)| a.saturating_sub(*b))
+                        .collect(),
+                    negative: pct.negative.saturating_sub(then.negative),
+                    max: *interval_max,
+                    sum: pct.sum.wrapping_sub(then.sum),
+                },
+                interval_max: *interval_max,
+            },
+            (State::Pct { pct, interval_max }, None) => State::Pct {
+                pct: Pct {
+                    max: *interval_max,
+                    ..pct.clone()
+                },
+                interval_max: *interval_max,
+            },
+            (now, _) => now.clone(),
+        }
+    }
+}
+
+/// An aggregation by name: what a script's call, the AST and the checked program hold.
+/// Compared, hashed and serialised by its name; one pointer (to its entry of `ALL`).
+#[derive(Clone, Copy)]
+pub struct AggFunc(&'static &'static dyn Aggregate);
+
+impl AggFunc {
+    /// The aggregation `ALL` lists under `name`.
+    pub fn named(name: &str) -> Option<AggFunc> {
+        ALL.iter().find(|a| a.name() == name).map(AggFunc)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.name()
+    }
+}
+
+impl std::ops::Deref for AggFunc {
+    type Target = dyn Aggregate;
+    fn deref(&self) -> &Self::Target {
+        *self.0
+    }
+}
+
+impl PartialEq for AggFunc {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for AggFunc {}
+
+impl std::hash::Hash for AggFunc {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name().hash(state);
+    }
+}
+
+impl std::fmt::Debug for AggFunc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for AggFunc {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for AggFunc {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        AggFunc::named(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no aggregation `{name}`")))
+    }
+}
+
+/// Every aggregation's name, in `ALL`'s order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    ALL.iter().map(|a| a.name())
+}
+
+/// `--help`'s lines for the aggregations.
+pub fn help() -> String {
+    let mut out = String::new();
+    for a in ALL {
+        let h = a.help();
+        out.push_str(&format!("  {:<26} {}\n", h.call, h.about));
+        if let Some(example) = h.example {
+            out.push_str(&format!("      {example}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The grammar names the aggregations it parses; they must be exactly `ALL`'s.
+    #[test]
+    fn the_grammar_parses_exactly_the_registered_aggregations() {
+        let grammar = include_str!("../../grammar/fslat.pest");
+        let rule = grammar
+            .lines()
+            .find(|l| l.starts_with("agg_func"))
+            .expect("the grammar has agg_func");
+        let mut in_grammar: Vec<&str> = rule.split('"').skip(1).step_by(2).collect();
+        let mut registered: Vec<&str> = names().collect();
+        in_grammar.sort_unstable();
+        registered.sort_unstable();
+        assert_eq!(in_grammar, registered);
+    }
+
+    #[test]
+    fn names_are_unique_and_round_trip_through_serde() {
+        for a in ALL {
+            let f = AggFunc::named(a.name()).expect("found by name");
+            let json = serde_json::to_string(&f).expect("serialises");
+            assert_eq!(json, format!("\"{}\"", a.name()));
+            let back: AggFunc = serde_json::from_str(&json).expect("deserialises");
+            assert_eq!(back, f);
+            assert_eq!(names().filter(|n| *n == a.name()).count(), 1);
+        }
+    }
+
+    #[test]
+    fn every_help_example_parses_and_uses_its_aggregation() {
+        for a in ALL {
+            if let Some(example) = a.help().example {
+                assert!(example.contains(&format!("{}(", a.name())), "{example}");
+                crate::syntax::parse(example).unwrap_or_else(|e| panic!("{example}: {e:?}"));
+            }
+        }
+    }
+}

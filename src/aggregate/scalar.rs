@@ -1,0 +1,94 @@
+//! The aggregations that keep a `struct fslat_stat` (fslat.bpf.h) and show one number of
+//! it: count, sum, min, max, avg. Each is a `Scalar` in its own module.
+
+use super::values::{CStruct, STAT, Stat};
+use super::{Aggregate, Args, CValue, Help, MetricKind, Start, State};
+use crate::check::program::Aggregation;
+use crate::metrics::PointValue;
+use crate::output::AggValue;
+
+pub struct Scalar {
+    pub name: &'static str,
+    pub help: Help,
+    pub args: Args,
+    pub metric: MetricKind,
+    /// The number a row shows.
+    pub number: fn(&Stat) -> i64,
+}
+
+/// A `struct fslat_stat`, starting with the bounds min and max compare against.
+pub fn c_value() -> CValue {
+    CValue {
+        ty: "struct fslat_stat".into(),
+        start: Start::Literal("{ .min = 0x7fffffffffffffffLL, .max = -0x7fffffffffffffffLL - 1 }"),
+    }
+}
+
+/// `fslat_stat_add` (fslat.bpf.h): count, sum, min and max at once.
+pub fn c_add(value: &str, x: &str) -> String {
+    format!("fslat_stat_add({value}, {x});")
+}
+
+pub const C_STRUCTS: &[CStruct] = &[STAT];
+
+pub fn decode(value: &[u8]) -> State {
+    State::Stat(Stat::read(value))
+}
+
+/// The `struct fslat_stat` of `s` (an empty one for another state).
+pub fn stat(s: &State) -> Stat {
+    match s {
+        State::Stat(s) => *s,
+        _ => Stat::default(),
+    }
+}
+
+impl Aggregate for Scalar {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn help(&self) -> Help {
+        self.help
+    }
+
+    fn args(&self) -> Args {
+        self.args
+    }
+
+    fn in_bpftrace(&self) -> bool {
+        true
+    }
+
+    fn c_value(&self, _: &Aggregation) -> CValue {
+        c_value()
+    }
+
+    fn c_add(&self, _: &Aggregation, value: &str, x: &str) -> String {
+        c_add(value, x)
+    }
+
+    fn c_structs(&self) -> &'static [CStruct] {
+        C_STRUCTS
+    }
+
+    fn decode(&self, _: &Aggregation, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
+        decode(value)
+    }
+
+    fn show(&self, s: &State) -> AggValue {
+        AggValue::Number((self.number)(&stat(s)))
+    }
+
+    fn json_type(&self) -> &'static str {
+        "count"
+    }
+
+    fn metric(&self) -> MetricKind {
+        self.metric
+    }
+
+    fn point(&self, s: &State) -> PointValue {
+        PointValue::Number((self.number)(&stat(s)))
+    }
+}
