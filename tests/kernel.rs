@@ -20,7 +20,7 @@ const KERNELS: [&str; 4] = ["sid", "trixie", "bookworm", "bullseye"];
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 const FSLAT: &str = env!("CARGO_BIN_EXE_fslat");
 /// Default for the whole guest run of one kernel (boot, every case, power-off).
-const DEFAULT_VM_TIMEOUT: u64 = 1500;
+const DEFAULT_VM_TIMEOUT: u64 = 1800;
 /// The clang the cases were asked to use, before the guest put host-clang in its place.
 static GUEST_CLANG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 /// Where the guest's cases keep their files (the guest's /tmp is a fresh tmpfs).
@@ -256,8 +256,13 @@ fn run_kernel(
             .join(format!("{kernel}.{}", std::process::id()))
     });
     if let Some(dir) = &share {
+        use std::os::unix::fs::PermissionsExt;
         let _ = fs::remove_dir_all(dir);
-        if let Err(e) = fs::create_dir_all(dir.join("requests")) {
+        // Sticky and open to all, as /tmp is: cases run fslat as other users too.
+        let requests = dir.join("requests");
+        if let Err(e) = fs::create_dir_all(&requests)
+            .and_then(|()| fs::set_permissions(&requests, fs::Permissions::from_mode(0o1777)))
+        {
             out(&format!(
                 "kernel {kernel}: FAILED: cannot create {}: {e}",
                 dir.display()
