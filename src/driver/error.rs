@@ -133,6 +133,8 @@ pub enum Warning {
         pid: u32,
         threads: u32,
     },
+    /// The kernel skipped calls of a session's programs (`missed=N` in its summary).
+    SkippedCalls { session: String, missed: u64 },
 }
 
 impl std::fmt::Display for Warning {
@@ -145,6 +147,10 @@ impl std::fmt::Display for Warning {
             } => write!(
                 f,
                 "{session}: `pid` is a thread id, and {pid} is a process with {threads} threads: `pid` compared with {pid} sees only its main thread; `tgid` is the process id (`tgid == {pid}`)"
+            ),
+            Warning::SkippedCalls { session, missed } => write!(
+                f,
+                "the kernel skipped {missed} call(s) of {session}: its program was already running on that CPU (another task's call preempted it, or a traced function was called inside it); the counts and aggregations of {session} are low by up to {missed} (an upper bound: other processes' skipped calls count too)"
             ),
         }
     }

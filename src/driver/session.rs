@@ -2,7 +2,7 @@
 //! between them.
 
 use super::target::{CommandCgroup, Watched};
-use super::{Compiled, Error, Format, Options, interrupted};
+use super::{Compiled, Error, Format, Options, Warning, interrupted};
 use crate::build::Compiler;
 use crate::check::program::Program;
 use crate::child::HeldChild;
@@ -138,6 +138,15 @@ pub fn run_object(
             "fslat: warning: {} record(s) did not match their event layout and were not printed (a bug in fslat; please report it)",
             outcome.bad_records
         );
+    }
+    for s in &outcome.summaries {
+        if let Some(missed) = s.missed.filter(|&n| n > 0) {
+            let warning = Warning::SkippedCalls {
+                session: s.label.clone(),
+                missed,
+            };
+            crate::stderr_line!("fslat: warning: {warning}");
+        }
     }
     // The command's status is fslat's when its end ended the run; a run that Ctrl-C,
     // SIGTERM or -d ended exits 0, and still waits for the command, as before.
