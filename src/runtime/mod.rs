@@ -189,8 +189,20 @@ pub fn run(
         None => None,
     };
 
-    attached();
     let started = std::time::SystemTime::now();
+    // Every series exists from the first scrape after `Tracing`: zeros until counted (an
+    // empty page would read as a successful scrape with no fslat_* series).
+    if let Some(board) = &settings.metrics {
+        board.publish(snapshot(
+            &obj,
+            program,
+            settings,
+            &vec![0; program.sessions.len()],
+            started,
+            stacks.as_deref(),
+        )?);
+    }
+    attached();
     let mut published = Instant::now();
     let start = Instant::now();
     let deadline = settings.duration.map(|d| start + d);
