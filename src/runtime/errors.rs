@@ -62,14 +62,17 @@ static LOG: Mutex<String> = Mutex::new(String::new());
 fn print(level: PrintLevel, msg: String) {
     if VERBOSE.load(Ordering::Relaxed) {
         crate::stderr_text!("{msg}");
-    } else if level != PrintLevel::Debug
+    }
+    // Kept with -v too: a failure is classified from it (with -v, a verifier refusal
+    // that came back as EPERM was called "this kernel forbids function tracing").
+    if level != PrintLevel::Debug
         && let Ok(mut log) = LOG.lock()
     {
         log.push_str(&msg);
     }
 }
 
-/// Routes libbpf's messages: to stderr with -v, else into a buffer for error summaries.
+/// Routes libbpf's messages: to stderr with -v, and into a buffer for error summaries.
 pub fn capture_libbpf_log(verbose: bool) {
     VERBOSE.store(verbose, Ordering::Relaxed);
     if let Ok(mut log) = LOG.lock() {
