@@ -10,7 +10,8 @@ pub mod snapshot;
 
 pub use errors::RuntimeError;
 
-use crate::check::program::Program;
+use crate::aggregate::MetricKind;
+use crate::check::program::{Aggregation, Program};
 use crate::check::resources::{self, Counter, Mode, ProgRole, Setting};
 use crate::metrics;
 use crate::output::interval::IntervalStamp;
@@ -406,7 +407,19 @@ fn snapshot(
             duration: a.duration,
             linear: a.linear,
             key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
-            rows: snap.metric_points(a, stacks),
+            rows: match snap.metric_points(a, stacks) {
+                // An aggregation without keys is one series: at zero until counted, as a
+                // Prometheus client's unlabelled metric is, so it is there from the
+                // first scrape. A gauge (min, max, avg) has no value before its first
+                // one: it stays absent.
+                rows if rows.is_empty()
+                    && a.keys.is_empty()
+                    && a.func.metric() != MetricKind::Gauge =>
+                {
+                    zero_point(obj, a).into_iter().collect()
+                }
+                rows => rows,
+            },
         })
         .collect();
     Ok(metrics::Snapshot {
@@ -414,6 +427,19 @@ fn snapshot(
         time: std::time::SystemTime::now(),
         sessions: summaries(obj, program, settings, events)?,
         aggregations,
+    })
+}
+
+/// The metric point of `a`'s value before any update: its map value, all zeros.
+fn zero_point(obj: &libbpf_rs::Object, a: &Aggregation) -> Option<metrics::AggPoint> {
+    let name = a.map();
+    let map = obj
+        .maps()
+        .find(|m| m.name().to_string_lossy() == name.as_str())?;
+    let zeros = vec![0u8; map.value_size() as usize];
+    Some(metrics::AggPoint {
+        keys: Vec::new(),
+        value: a.func.point(&a.func.decode(a, &zeros, &[], 0)),
     })
 }
 
