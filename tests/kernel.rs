@@ -1006,6 +1006,8 @@ fn guest(kernel: &str) -> ExitCode {
     }
     let _ = std::io::stdout().flush();
 
+    // The cases this kernel ran, for the second clang's pass.
+    let mut ran: Vec<(String, Case)> = Vec::new();
     for path in &files {
         let file = file_name(path);
         let case = match fs::read_to_string(path)
@@ -1041,10 +1043,12 @@ fn guest(kernel: &str) -> ExitCode {
             continue;
         }
         t.run += 1;
+        ran.push((file.clone(), case));
+        let (file, case) = ran.last().expect("just pushed");
         let stem = file.trim_end_matches(".case");
         let dir = Path::new(GUEST_WORK).join(stem);
         let case_start = Instant::now();
-        let run = run_case(&case, &dir);
+        let run = run_case(case, &dir);
         let took = case_start.elapsed().as_secs_f64();
         if run.failures.is_empty() {
             t.passed += 1;
@@ -1066,7 +1070,7 @@ fn guest(kernel: &str) -> ExitCode {
             Ok(second)
         };
         match clang {
-            Ok(c) => second_clang_pass(&c, &files, &features, &mut t),
+            Ok(c) => second_clang_pass(&c, &ran, &mut t),
             Err(e) => engine_fail(&mut t, "(engine): second clang", e),
         }
     }
@@ -1091,7 +1095,7 @@ const RUN_OPTIONS: [&str; 7] = ["-c", "-d", "-i", "-o", "--listen", "--otlp", "-
 /// expected) is compiled with that clang, loaded, attached for 200 ms and detached, with
 /// no workload. What a second clang can change is the object code the verifier judges;
 /// the cases' answers come from the first pass.
-fn second_clang_pass(clang: &str, files: &[PathBuf], features: &[Feature], t: &mut Tally) {
+fn second_clang_pass(clang: &str, ran: &[(String, Case)], t: &mut Tally) {
     match Command::new(clang)
         .arg("--version")
         .stdin(Stdio::null())
@@ -1118,19 +1122,9 @@ fn second_clang_pass(clang: &str, files: &[PathBuf], features: &[Feature], t: &m
         .file_name()
         .map_or_else(|| clang.to_string(), |n| n.to_string_lossy().into_owned());
     let mut seen = std::collections::BTreeSet::new();
-    for path in files {
-        let Ok(case) = fs::read_to_string(path)
-            .map_err(|e| e.to_string())
-            .and_then(|s| parse_case(&s))
-        else {
-            continue;
-        };
-        let runs_here = case
-            .requires
-            .iter()
-            .all(|r| features.contains(&r.feature) == r.present);
+    for (file, case) in ran {
         let Some(prog) = &case.prog else { continue };
-        if !runs_here || case.exec.is_some() || case.stdin.is_some() || case.exit != 0 {
+        if case.exec.is_some() || case.stdin.is_some() || case.exit != 0 {
             continue;
         }
         let mut argv = vec!["-e".to_string(), prog.replace("$PID", &me)];
@@ -1155,7 +1149,6 @@ fn second_clang_pass(clang: &str, files: &[PathBuf], features: &[Feature], t: &m
             "-d".into(),
             "200ms".into(),
         ]);
-        let file = file_name(path);
         let started = Instant::now();
         let out = Command::new(FSLAT)
             .args(&argv)
