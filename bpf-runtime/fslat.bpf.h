@@ -49,9 +49,40 @@ enum {
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
 
-/* Linux 7.0 fsession kfuncs (resolved at load time; absent before 7.0). */
+/*
+ * Session kfuncs (resolved at load time): Linux 7.0 gave them the program's context for
+ * fsession; the uprobe and kprobe sessions of 6.13 to 6.19 have them without it.
+ */
+#ifdef FSLAT_SESSION_KFUNCS_VOID
+extern bool bpf_session_is_return(void) __ksym __weak;
+extern __u64 *bpf_session_cookie(void) __ksym __weak;
+#define FSLAT_SESSION_IS_RETURN(ctx) bpf_session_is_return()
+#define FSLAT_SESSION_COOKIE(ctx) bpf_session_cookie()
+#else
 extern bool bpf_session_is_return(void *ctx) __ksym __weak;
 extern __u64 *bpf_session_cookie(void *ctx) __ksym __weak;
+#define FSLAT_SESSION_IS_RETURN(ctx) bpf_session_is_return(ctx)
+#define FSLAT_SESSION_COOKIE(ctx) bpf_session_cookie(ctx)
+#endif
+
+/*
+ * A user-space function's registers as its uprobe sees them: x86-64's struct pt_regs
+ * (arch/x86/include/asm/ptrace.h), whose layout is the kernel's ABI for these programs.
+ */
+struct fslat_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+/*
+ * A user-space call in flight: its thread and its stack pointer at entry. At return the
+ * stack pointer is 8 bytes higher (`ret` popped the return address), so a call is found
+ * again exactly, nested and recursive calls each their own.
+ */
+struct fslat_ucall {
+	__u64 pid_tgid;
+	__u64 sp;
+};
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -596,7 +627,7 @@ static __always_inline __s64 fslat_stackid(void *ctx, void *map, __u64 flags,
 					   struct fslat_counters *c)
 {
 	__s64 id = bpf_get_stackid(ctx, map, flags);
-	if (id < 0)
+	if (id < 0 && c)
 		__sync_fetch_and_add(&c->stack_lost, 1);
 	return id;
 }

@@ -218,6 +218,35 @@ pub enum DiagKind {
     NotASession {
         word: String,
     },
+    /// `session vfs_read, libc:malloc`.
+    KernelAndUserFunctions,
+    /// `session libc:malloc, /usr/bin/x:main`.
+    TwoUserFiles {
+        first: String,
+        other: String,
+    },
+    /// A user-space file fslat cannot trace (does not exist, not ELF, unreadable,
+    /// stripped, library not found): the reason is the elf module's.
+    UserFile {
+        file: String,
+        why: String,
+    },
+    /// `:FUNC` without -p or -c.
+    NoMainExecutable,
+    NoUserFunction {
+        name: String,
+        file: String,
+    },
+    NoUserFunctionMatches {
+        pattern: String,
+        file: String,
+    },
+    /// `kstack` or another kernel-only name in a user-space session.
+    KernelOnlyName {
+        name: String,
+    },
+    /// A user-space session on a machine fslat cannot read user registers of.
+    UserNeedsX86,
 }
 
 impl DiagKind {
@@ -388,8 +417,11 @@ impl DiagKind {
                 "BEGIN" | "END" => format!(
                     "fslat has no `{probe}` probe: a script is made of `session FUNC` items"
                 ),
-                "uprobe" | "uretprobe" | "u" | "ur" | "usdt" | "U" => format!(
-                    "fslat has no user-space probes (`{probe}:`): it traces kernel functions"
+                "uprobe" | "uretprobe" | "u" | "ur" => format!(
+                    "fslat has no `{probe}:` probes: `session FILE:FUNC` traces a user-space function's entry and return together"
+                ),
+                "usdt" | "U" => format!(
+                    "fslat has no USDT probes (`{probe}:`): it traces kernel functions and user-space functions (`session FILE:FUNC`)"
                 ),
                 _ => format!("fslat has no `{probe}:` probes: it traces kernel functions"),
             },
@@ -416,7 +448,40 @@ impl DiagKind {
             NotASession { word } => {
                 format!("a script is made of `session FUNC` items; `{word}` does not start one")
             }
+            KernelAndUserFunctions => {
+                "a session traces kernel functions or user-space functions, not both".into()
+            }
+            TwoUserFiles { first, other } => format!(
+                "a session's user-space functions are in one file, but this one names `{}` after `{}`",
+                shown_file(other),
+                shown_file(first)
+            ),
+            UserFile { file, why } => format!("cannot trace `{}`: {why}", shown_file(file)),
+            NoMainExecutable => {
+                "`:FUNC` is a function of the traced program, but there is none: give -p PID or -c CMD, or write FILE:FUNC".into()
+            }
+            NoUserFunction { name, file } => {
+                format!("`{file}` has no function `{name}` in its symbol tables")
+            }
+            NoUserFunctionMatches { pattern, file } => {
+                format!("no function of `{file}` matches `{pattern}`")
+            }
+            KernelOnlyName { name } => format!(
+                "`{name}` is a kernel name: a user-space session has no kernel context to read it from"
+            ),
+            UserNeedsX86 => {
+                "user-space functions are traced on x86-64 only (fslat reads their arguments from its registers)".into()
+            }
         }
+    }
+}
+
+/// A user file as the script wrote it (`:FUNC` has none).
+fn shown_file(file: &str) -> &str {
+    if file.is_empty() {
+        "the traced program"
+    } else {
+        file
     }
 }
 

@@ -42,6 +42,7 @@ pub mod codegen;
 pub mod diag;
 pub mod doctor;
 pub mod driver;
+pub mod elf;
 mod kallsyms;
 pub mod listing;
 pub mod metrics;

@@ -19,6 +19,17 @@ pub enum ListError {
         name: String,
         why: crate::traceable::Reason,
     },
+    #[error("cannot list `{spec}`: {why}")]
+    UserFile {
+        spec: String,
+        why: crate::elf::ElfError,
+    },
+    #[error(
+        "`:PATTERN` lists the traced program's functions: give -p PID or -c CMD, or FILE:PATTERN"
+    )]
+    NoMainExecutable,
+    #[error("no function of `{file}` matches `{pattern}`")]
+    NoUserMatch { file: String, pattern: String },
     #[error("cannot write the list: {0}")]
     Write(#[from] std::io::Error),
 }
@@ -172,6 +183,48 @@ pub fn list(
             if noted == 1 { "has" } else { "have" }
         );
     }
+    Ok(())
+}
+
+/// `fslat -l 'FILE:PATTERN'`: the functions of a user-space file matching PATTERN, one a
+/// line, sorted; with `verbose` each with its file offset and size.
+pub fn list_user(
+    spec: &str,
+    lookup: &crate::elf::Lookup,
+    verbose: bool,
+    out: &mut dyn Write,
+) -> Result<(), ListError> {
+    let (file, pattern) = spec.split_once(':').unwrap_or((spec, "*"));
+    let pattern = if pattern.is_empty() { "*" } else { pattern };
+    let failed = |why| ListError::UserFile {
+        spec: spec.to_string(),
+        why,
+    };
+    let path = crate::elf::find(file, lookup)
+        .map_err(failed)?
+        .ok_or(ListError::NoMainExecutable)?;
+    let funcs = crate::elf::functions(&path).map_err(failed)?;
+    let mut found = 0usize;
+    for f in funcs.iter().filter(|f| glob_match(pattern, &f.name)) {
+        found += 1;
+        if verbose {
+            writeln!(out, "{}  offset=0x{:x} size={}", f.name, f.offset, f.size)?;
+        } else {
+            writeln!(out, "{}", f.name)?;
+        }
+    }
+    if found == 0 {
+        return Err(ListError::NoUserMatch {
+            file: path.display().to_string(),
+            pattern: pattern.to_string(),
+        });
+    }
+    out.flush()?;
+    crate::stderr_line!(
+        "{found} function{} of {} match `{pattern}`",
+        if found == 1 { "" } else { "s" },
+        path.display()
+    );
     Ok(())
 }
 

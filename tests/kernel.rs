@@ -143,6 +143,11 @@ fn host(args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    if let Err(e) = build_user_programs() {
+        println!("kernel test: {e}");
+        println!("0 passed, 1 failed");
+        return ExitCode::FAILURE;
+    }
 
     let timeout = match env_nonempty("FSLAT_VM_TIMEOUT") {
         None => DEFAULT_VM_TIMEOUT,
@@ -524,9 +529,13 @@ enum Feature {
     /// BPF atomics with fetch and compare-and-swap (5.12), recognised by
     /// `BPF_FUNC_check_mtu`, the helper the same release added.
     Atomics,
+    /// uprobe session programs (6.13: `BPF_TRACE_UPROBE_SESSION`).
+    UprobeSession,
+    /// uprobe_multi links (6.6: `BPF_TRACE_UPROBE_MULTI`).
+    UprobeMulti,
 }
 
-const FEATURES: [(Feature, &str, &str); 5] = [
+const FEATURES: [(Feature, &str, &str); 7] = [
     (Feature::Fsession, "fsession", "BPF_TRACE_FSESSION"),
     (
         Feature::FsessionMulti,
@@ -540,6 +549,16 @@ const FEATURES: [(Feature, &str, &str); 5] = [
         "BPF_FUNC_task_storage_get",
     ),
     (Feature::Atomics, "atomics", "BPF_FUNC_check_mtu"),
+    (
+        Feature::UprobeSession,
+        "uprobe_session",
+        "BPF_TRACE_UPROBE_SESSION",
+    ),
+    (
+        Feature::UprobeMulti,
+        "uprobe_multi",
+        "BPF_TRACE_UPROBE_MULTI",
+    ),
 ];
 
 impl Feature {
@@ -556,8 +575,17 @@ impl Feature {
 fn expected_features(kernel: &str) -> Option<&'static [Feature]> {
     use Feature::*;
     Some(match kernel {
-        "sid" => &[Fsession, FsessionMulti, BpfLoop, TaskStorage, Atomics],
-        "trixie" | "bookworm" => &[BpfLoop, TaskStorage, Atomics],
+        "sid" => &[
+            Fsession,
+            FsessionMulti,
+            BpfLoop,
+            TaskStorage,
+            Atomics,
+            UprobeSession,
+            UprobeMulti,
+        ],
+        "trixie" => &[BpfLoop, TaskStorage, Atomics, UprobeMulti],
+        "bookworm" => &[BpfLoop, TaskStorage, Atomics],
         "bullseye" => &[],
         _ => return None,
     })
@@ -640,6 +668,9 @@ enum Expect {
 struct Case {
     name: String,
     requires: Vec<Requires>,
+    /// Only on these kernels of the test bed (`KERNELS`), for behaviour no BTF name
+    /// tells apart; empty: every kernel.
+    kernels: Vec<String>,
     workload: Option<Vec<String>>,
     prog: Option<String>,
     args: Vec<String>,
@@ -660,6 +691,7 @@ struct Case {
 fn parse_case(text: &str) -> Result<Case, String> {
     let mut name = None;
     let mut requires: Option<Vec<Requires>> = None;
+    let mut kernels: Vec<String> = Vec::new();
     let mut workload = None;
     let mut prog: Option<String> = None;
     let mut args = Vec::new();
@@ -700,6 +732,15 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 need("a text")?;
                 once(name.is_some())?;
                 name = Some(rest.to_string());
+            }
+            "KERNELS" => {
+                need("kernel names")?;
+                for k in rest.split_whitespace() {
+                    if !KERNELS.contains(&k) {
+                        return Err(err(format!("KERNELS {k:?}: one of {}", KERNELS.join(", "))));
+                    }
+                    kernels.push(k.to_string());
+                }
             }
             "REQUIRES" => {
                 need("features")?;
@@ -761,7 +802,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
             }
             "ARGS" => {
                 need("arguments")?;
-                args.extend(rest.split_whitespace().map(String::from));
+                args.extend(split_args(rest)?);
             }
             "STOP" => {
                 once(stop.is_some())?;
@@ -852,6 +893,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     Ok(Case {
         name,
         requires: requires.unwrap_or_default(),
+        kernels,
         workload,
         prog,
         args,
@@ -1012,7 +1054,7 @@ fn guest(kernel: &str) -> ExitCode {
         let file = file_name(path);
         let case = match fs::read_to_string(path)
             .map_err(|e| e.to_string())
-            .and_then(|text| parse_case(&text))
+            .and_then(|text| parse_case(&text.replace("$UDIR", &user_programs_dir())))
         {
             Ok(c) => c,
             Err(e) => {
@@ -1039,6 +1081,16 @@ fn guest(kernel: &str) -> ExitCode {
             } else {
                 println!("skip {file}: {} (needs a kernel without {name})", case.name);
             }
+            let _ = std::io::stdout().flush();
+            continue;
+        }
+        if !case.kernels.is_empty() && !case.kernels.iter().any(|k| k == kernel) {
+            t.skipped += 1;
+            println!(
+                "skip {file}: {} (only on {})",
+                case.name,
+                case.kernels.join(", ")
+            );
             let _ = std::io::stdout().flush();
             continue;
         }
@@ -1190,6 +1242,50 @@ fn second_clang_pass(clang: &str, ran: &[(String, Case)], t: &mut Tally) {
 
 /// `/tmp/host-clang/NAME`, a program that runs clang NAME on the host
 /// (tests/kernel/host-clang), for FSLAT_CLANG and --clang.
+/// ARGS's words: split at white space, except inside single quotes (`-c 'prog 1 2'`).
+fn split_args(text: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        if let Some(quoted) = rest.strip_prefix('\'') {
+            let end = quoted
+                .find('\'')
+                .ok_or_else(|| format!("ARGS {text:?}: a quote is not closed"))?;
+            words.push(quoted[..end].to_string());
+            rest = quoted[end + 1..].trim_start();
+        } else {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            words.push(rest[..end].to_string());
+            rest = rest[end..].trim_start();
+        }
+    }
+    Ok(words)
+}
+
+/// Where tests/kernel/user/build puts the user-space programs the cases trace (`$UDIR`
+/// in a case): the guests see the host's tree at the same path.
+fn user_programs_dir() -> String {
+    format!("{MANIFEST_DIR}/target/fslat-user")
+}
+
+/// Builds tests/kernel/user's programs on the host, before any guest boots.
+fn build_user_programs() -> Result<(), String> {
+    let script = format!("{MANIFEST_DIR}/tests/kernel/user/build");
+    let out = Command::new(&script)
+        .arg(user_programs_dir())
+        .output()
+        .map_err(|e| format!("cannot run {script}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{script} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
 fn host_clang_wrapper(name: &str) -> Result<String, String> {
     use std::os::unix::fs::PermissionsExt;
     let base = Path::new(name)

@@ -16,6 +16,11 @@ pub enum Feature {
     /// BPF atomics with fetch and compare-and-swap (5.12): exact min and max under
     /// concurrent updates. 5.10 has only the plain atomic add.
     Atomics,
+    /// uprobe session programs: one program at a user function's entry and return
+    /// (Linux 6.13).
+    UprobeSession,
+    /// One uprobe (or uretprobe) program on many user functions through one link (6.6).
+    UprobeMulti,
 }
 
 /// How a feature is named, which kernel brought it, what fslat uses it for and the BTF
@@ -31,7 +36,7 @@ pub struct FeatureInfo {
     pub btf_value: &'static str,
 }
 
-pub const FEATURES: [FeatureInfo; 4] = [
+pub const FEATURES: [FeatureInfo; 6] = [
     FeatureInfo {
         feature: Feature::Fsession,
         name: "fsession",
@@ -69,6 +74,24 @@ pub const FEATURES: [FeatureInfo; 4] = [
         btf_enum: "bpf_func_id",
         btf_value: "BPF_FUNC_check_mtu",
     },
+    FeatureInfo {
+        feature: Feature::UprobeSession,
+        name: "uprobe_session",
+        since: "6.13",
+        used_for: "one program per user-space session at entry and return (mode uprobe-session)",
+        without: "each user-space session runs as a uprobe + uretprobe pair",
+        btf_enum: "bpf_attach_type",
+        btf_value: "BPF_TRACE_UPROBE_SESSION",
+    },
+    FeatureInfo {
+        feature: Feature::UprobeMulti,
+        name: "uprobe_multi",
+        since: "6.6",
+        used_for: "a user-space session's functions through one link per direction",
+        without: "one uprobe and one uretprobe per user-space function",
+        btf_enum: "bpf_attach_type",
+        btf_value: "BPF_TRACE_UPROBE_MULTI",
+    },
 ];
 
 impl Feature {
@@ -87,6 +110,8 @@ pub struct Features {
     pub bpf_loop: bool,
     pub task_storage: bool,
     pub atomics: bool,
+    pub uprobe_session: bool,
+    pub uprobe_multi: bool,
 }
 
 impl Features {
@@ -97,6 +122,8 @@ impl Features {
             bpf_loop: true,
             task_storage: true,
             atomics: true,
+            uprobe_session: true,
+            uprobe_multi: true,
         }
     }
 
@@ -118,6 +145,8 @@ impl Features {
             Feature::BpfLoop => self.bpf_loop,
             Feature::TaskStorage => self.task_storage,
             Feature::Atomics => self.atomics,
+            Feature::UprobeSession => self.uprobe_session,
+            Feature::UprobeMulti => self.uprobe_multi,
         }
     }
 
@@ -127,6 +156,8 @@ impl Features {
             Feature::BpfLoop => self.bpf_loop = on,
             Feature::TaskStorage => self.task_storage = on,
             Feature::Atomics => self.atomics = on,
+            Feature::UprobeSession => self.uprobe_session = on,
+            Feature::UprobeMulti => self.uprobe_multi = on,
         }
     }
 }

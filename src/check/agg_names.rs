@@ -50,7 +50,16 @@ impl Names {
 
 /// `<label>_<func>[_<arg>]`, each part sanitised.
 pub(super) fn derived(label: &str, func: AggFunc, arg: Option<&str>) -> String {
-    let mut name = sanitise(label);
+    // A user-space file is named by its file name: `/usr/lib/libc.so.6:malloc` as
+    // `libc_so_6_malloc`.
+    let label = match label.split_once(':') {
+        Some((file, funcs)) => {
+            let base = file.rsplit('/').next().unwrap_or(file);
+            format!("{base}_{funcs}")
+        }
+        None => label.to_string(),
+    };
+    let mut name = sanitise(&label);
     if name.is_empty() {
         name.push_str("session");
     }

@@ -187,7 +187,7 @@ impl Checker<'_> {
                 .position(|q| &q.name == name)
                 .is_some_and(|j| {
                     matches!(
-                        self.kernel.resolve(f.params[j].ty),
+                        self.types().resolve(f.params[j].ty),
                         KType::Ptr { user: true, .. }
                     )
                 })

@@ -87,7 +87,7 @@ impl Checker<'_> {
         let arg = self.expr(scope, &args[0])?;
         let is_file = match &arg.ty {
             Ty::Ptr { pointee, .. } => matches!(
-                self.kernel.resolve(*pointee),
+                self.types().resolve(*pointee),
                 KType::Struct { ref name, union: false, .. } if name == "file"
             ),
             _ => false,
@@ -102,7 +102,7 @@ impl Checker<'_> {
                 },
             ));
         }
-        if !self.kernel.features().bpf_loop {
+        if !self.types().features().bpf_loop {
             let info = crate::btf::Feature::BpfLoop.info();
             let d = Diagnostic::new(
                 func.span.clone(),
@@ -110,7 +110,7 @@ impl Checker<'_> {
                     what: "`path()`".into(),
                     feature: info.name,
                     since: info.since,
-                    kernel: self.kernel.describe(),
+                    kernel: self.types().describe(),
                 },
             )
             .hint(format!(

@@ -29,6 +29,10 @@ pub struct Options {
     pub traceable: Option<Rc<Rule>>,
     /// The script's command-line arguments, `$1` first.
     pub args: Vec<String>,
+    /// Where user-space sessions find their files (-p, -c).
+    pub lookup: crate::elf::Lookup,
+    /// How user-space sessions run when `--mode` says (else the best the kernel has).
+    pub user_mode: Option<super::resources::Mode>,
 }
 
 /// A function a glob matched that cannot be traced, and why.
@@ -40,6 +44,8 @@ impl Default for Options {
             max_functions: DEFAULT_MAX_FUNCTIONS,
             traceable: None,
             args: Vec::new(),
+            lookup: crate::elf::Lookup::default(),
+            user_mode: None,
         }
     }
 }
@@ -50,13 +56,19 @@ pub fn is_several(s: &ast::Session) -> bool {
     s.funcs.len() > 1 || s.funcs.iter().any(|f| is_glob(&f.name))
 }
 
-/// The session's label: its list as written, without the spaces.
+/// The session's label: its list as written, without the spaces (`libc:malloc,free`
+/// for user-space functions).
 pub fn list_label(s: &ast::Session) -> String {
-    s.funcs
+    let list = s
+        .funcs
         .iter()
         .map(|f| f.name.as_str())
         .collect::<Vec<_>>()
-        .join(",")
+        .join(",");
+    match &s.file {
+        Some(file) => format!("{}:{list}", file.name),
+        None => list,
+    }
 }
 
 impl Checker<'_> {
@@ -87,14 +99,19 @@ impl Checker<'_> {
             let rule = self.rule();
             let mut found = 0;
             let mut untraceable = Vec::new();
-            for name in self.kernel.function_names() {
+            for name in self.types().function_names() {
                 if !glob_match(&item.name, &name) {
                     continue;
                 }
-                let Some(f) = self.kernel.function(&name) else {
+                let Some(f) = self.types().function(&name) else {
                     continue;
                 };
-                if let Some(why) = rule.why_not(self.kernel, &f) {
+                if let Some(why) = self
+                    .user
+                    .is_none()
+                    .then(|| rule.why_not(self.types(), &f))
+                    .flatten()
+                {
                     untraceable.push((name, why.to_string()));
                     continue;
                 }
@@ -103,7 +120,22 @@ impl Checker<'_> {
                     funcs.push(f);
                 }
             }
-            if found == 0 {
+            if found == 0 && self.user.is_some() {
+                let file = s.file.as_ref().map_or("", |f| f.name.as_str());
+                let d = Diagnostic::new(
+                    item.span.clone(),
+                    DiagKind::NoUserFunctionMatches {
+                        pattern: item.name.clone(),
+                        file: self.types().describe(),
+                    },
+                )
+                .hint(format!(
+                    "`fslat -l '{file}:{}'` lists the functions a pattern matches",
+                    item.name
+                ));
+                self.error_with(d);
+                failed = true;
+            } else if found == 0 {
                 let mut d = Diagnostic::new(
                     item.span.clone(),
                     DiagKind::NoFunctionMatches {
@@ -153,8 +185,11 @@ impl Checker<'_> {
 
     /// A function named exactly: unknown and untraceable names are errors.
     fn exact_function(&mut self, item: &ast::Ident) -> Option<FuncSig> {
-        let Some(func) = self.kernel.function(&item.name) else {
-            let names = self.kernel.function_names();
+        if self.user.is_some() {
+            return self.user_function(item);
+        }
+        let Some(func) = self.types().function(&item.name) else {
+            let names = self.types().function_names();
             let mut d = Diagnostic::new(
                 item.span.clone(),
                 DiagKind::UnknownFunction {
@@ -169,7 +204,7 @@ impl Checker<'_> {
             self.error_with(d);
             return None;
         };
-        if let Some(reason) = self.rule().why_not(self.kernel, &func) {
+        if let Some(reason) = self.rule().why_not(self.types(), &func) {
             self.error(
                 item.span.clone(),
                 DiagKind::Untraceable {
@@ -222,7 +257,7 @@ impl Checker<'_> {
                 slot: {
                     let at = slot;
                     // The trampoline passes a struct of up to 16 bytes in two registers.
-                    slot += match self.kernel.resolve(p.ty) {
+                    slot += match self.types().resolve(p.ty) {
                         KType::Struct { size, .. } => (size as usize).div_ceil(8).max(1),
                         _ => 1,
                     };
@@ -233,7 +268,7 @@ impl Checker<'_> {
                 } else {
                     p.name.clone()
                 },
-                type_name: self.kernel.type_name(p.ty),
+                type_name: self.types().type_name(p.ty),
                 ty: self.value_type(p.ty).unwrap_or(Ty::Int(Scalar {
                     size: 8,
                     signed: false,
@@ -245,7 +280,7 @@ impl Checker<'_> {
 
     /// How `ret` of `func` is carried: `None` for void.
     pub(super) fn ret_scalar(&self, func: &FuncSig) -> Option<Scalar> {
-        match self.kernel.resolve(func.ret) {
+        match self.types().resolve(func.ret) {
             KType::Void => None,
             KType::Int { size, signed, .. } | KType::Enum { size, signed } if size <= 8 => {
                 Some(Scalar {
@@ -365,9 +400,9 @@ impl Checker<'_> {
     /// same non-void type.
     pub(super) fn shared_ret(&mut self, scope: &Scope, span: Span) -> Checked<()> {
         let first = &scope.funcs[0];
-        let first_ty = self.kernel.type_name(first.ret);
+        let first_ty = self.types().type_name(first.ret);
         for f in scope.funcs {
-            if matches!(self.kernel.resolve(f.ret), KType::Void) {
+            if matches!(self.types().resolve(f.ret), KType::Void) {
                 let d = Diagnostic::new(
                     span,
                     DiagKind::RetOfVoid {
@@ -376,7 +411,7 @@ impl Checker<'_> {
                 );
                 return Err(self.error_with(several_hints(d, "ret", scope)));
             }
-            let ty = self.kernel.type_name(f.ret);
+            let ty = self.types().type_name(f.ret);
             if ty != first_ty {
                 let d = Diagnostic::new(
                     span,
@@ -397,10 +432,10 @@ impl Checker<'_> {
     /// Whether every function returns the same non-void type (the default event shows
     /// `ret` then).
     pub(super) fn has_shared_ret(&self, funcs: &[FuncSig]) -> bool {
-        let first = self.kernel.type_name(funcs[0].ret);
+        let first = self.types().type_name(funcs[0].ret);
         funcs.iter().all(|f| {
-            !matches!(self.kernel.resolve(f.ret), KType::Void)
-                && self.kernel.type_name(f.ret) == first
+            !matches!(self.types().resolve(f.ret), KType::Void)
+                && self.types().type_name(f.ret) == first
         })
     }
 
@@ -415,6 +450,11 @@ impl Checker<'_> {
                 slots: self.shared.iter().map(|(_, slots)| slots[t]).collect(),
                 ret_slot: *ret_slot,
                 ret: self.ret_scalar(f),
+                offset: self
+                    .user
+                    .as_ref()
+                    .and_then(|u| u.get(&f.name))
+                    .map(|u| u.offset),
             })
             .collect()
     }

@@ -83,21 +83,21 @@ impl Checker<'_> {
                 );
             }
         };
-        let KType::Struct { .. } = self.kernel.resolve(struct_ty) else {
+        let KType::Struct { .. } = self.types().resolve(struct_ty) else {
             return Err(self.error(
                 base.span.clone(),
                 DiagKind::NotAStruct {
-                    ty: self.kernel.type_name(struct_ty),
+                    ty: self.types().type_name(struct_ty),
                 },
             ));
         };
-        let Some(f) = self.kernel.field(struct_ty, &field.name) else {
-            let names = self.kernel.field_names(struct_ty);
+        let Some(f) = self.types().field(struct_ty, &field.name) else {
+            let names = self.types().field_names(struct_ty);
             let mut d = Diagnostic::new(
                 field.span.clone(),
                 DiagKind::NoSuchField {
                     field: field.name.clone(),
-                    ty: self.kernel.type_name(struct_ty),
+                    ty: self.types().type_name(struct_ty),
                 },
             );
             let near = closest(&field.name, names.iter().map(String::as_str));
@@ -121,12 +121,12 @@ impl Checker<'_> {
             return Err(self.error(
                 field.span.clone(),
                 DiagKind::Unreadable {
-                    ty: self.kernel.type_name(f.ty),
+                    ty: self.types().type_name(f.ty),
                 },
             ));
         };
         self.declare_member(struct_ty, &f.name, f.ty);
-        let string = match (&ty, self.kernel.resolve(f.ty)) {
+        let string = match (&ty, self.types().resolve(f.ty)) {
             (Ty::Str { .. }, KType::Array { .. }) => Some(StringSource::Array),
             (Ty::Str { .. }, _) => Some(StringSource::Pointer),
             _ => None,
@@ -172,7 +172,7 @@ impl Checker<'_> {
     }
 
     fn struct_name(&self, ty: TypeId) -> StructName {
-        match self.kernel.resolve(ty) {
+        match self.types().resolve(ty) {
             KType::Struct { name, union, .. } if name.is_empty() => {
                 StructName::Anonymous { union, ty }
             }
@@ -183,12 +183,12 @@ impl Checker<'_> {
 
     /// What the member holds, and the structs it embeds by value.
     fn member_type(&mut self, ty: TypeId) -> (MemberType, Vec<StructName>) {
-        match self.kernel.resolve(ty) {
+        match self.types().resolve(ty) {
             KType::Int { size, signed, .. } | KType::Enum { size, signed } => {
                 (MemberType::Int { size, signed }, Vec::new())
             }
             KType::Ptr { pointee, .. } => {
-                let target = match self.kernel.resolve(pointee) {
+                let target = match self.types().resolve(pointee) {
                     KType::Struct { .. } => Pointee::Struct(self.struct_name(pointee)),
                     _ if self.is_char(pointee) => Pointee::Char,
                     _ => Pointee::Void,

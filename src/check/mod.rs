@@ -20,6 +20,7 @@ mod positional;
 pub mod program;
 pub mod resources;
 mod scratch;
+mod user;
 
 pub use calls::CALLS;
 pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};
@@ -67,6 +68,7 @@ pub fn check_with(
         uses_kstack: false,
         uses_ustack: false,
         entry_values: Vec::new(),
+        user: None,
     };
     let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
     let mut per_func: HashMap<&str, usize> = HashMap::new();
@@ -130,6 +132,8 @@ struct Checker<'k> {
     uses_ustack: bool,
     /// The current session's `entry()` values so far.
     entry_values: Vec<Expr>,
+    /// The current session's user-space file, when it traces user-space functions.
+    user: Option<std::rc::Rc<crate::elf::UserTypes>>,
 }
 
 /// What names mean inside one session.
@@ -163,6 +167,27 @@ impl<'k> Checker<'k> {
     }
 
     fn session(&mut self, index: usize, label: String, s: &ast::Session) -> Option<Session> {
+        self.user = None;
+        if let Some(file) = &s.file {
+            self.user = Some(self.open_user_file(file)?);
+        }
+        let mut checked = self.session_of_functions(index, label, s)?;
+        if let Some(types) = self.user.take() {
+            checked.user = Some(UserSession {
+                path: types.path().display().to_string(),
+                mode: self.user_mode(),
+            });
+            user::carry_to_return(&mut checked);
+        }
+        Some(checked)
+    }
+
+    fn session_of_functions(
+        &mut self,
+        index: usize,
+        label: String,
+        s: &ast::Session,
+    ) -> Option<Session> {
         let several = functions::is_several(s);
         let (funcs, skipped) = self.functions(s)?;
         let func = funcs[0].clone();
@@ -250,6 +275,7 @@ impl<'k> Checker<'k> {
             targets,
             several,
             skipped,
+            user: None,
         })
     }
 }

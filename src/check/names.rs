@@ -31,7 +31,7 @@ pub fn builtin_names() -> impl Iterator<Item = &'static str> {
 impl Checker<'_> {
     /// How a value of BTF type `ty` looks in a script, or `None` if fslat can't read it.
     pub(super) fn value_type(&self, ty: TypeId) -> Option<Ty> {
-        Some(match self.kernel.resolve(ty) {
+        Some(match self.types().resolve(ty) {
             KType::Int {
                 bool_like: true, ..
             } => Ty::Bool,
@@ -47,13 +47,13 @@ impl Checker<'_> {
                 } else {
                     Ty::Ptr {
                         pointee,
-                        type_name: self.kernel.type_name(ty),
+                        type_name: self.types().type_name(ty),
                     }
                 }
             }
             KType::Struct { .. } => Ty::Record {
                 ty,
-                type_name: self.kernel.type_name(ty),
+                type_name: self.types().type_name(ty),
             },
             KType::Array { elem, len } if self.is_char(elem) => Ty::Str {
                 cap: len.clamp(1, STRING_CAP),
@@ -64,7 +64,7 @@ impl Checker<'_> {
 
     pub(super) fn is_char(&self, ty: TypeId) -> bool {
         matches!(
-            self.kernel.resolve(ty),
+            self.types().resolve(ty),
             KType::Int {
                 char_like: true,
                 ..
@@ -80,6 +80,9 @@ impl Checker<'_> {
                     cap: scope.func_cap,
                 },
                 Builtin::Latency => Ty::Duration,
+                Builtin::Kstack if self.user.is_some() => {
+                    return Err(self.error(span, DiagKind::KernelOnlyName { name: name.into() }));
+                }
                 Builtin::Kstack => {
                     self.uses_kstack = true;
                     Ty::Stack(StackKind::Kernel)
@@ -179,7 +182,7 @@ impl Checker<'_> {
             None => Err(self.error(
                 span,
                 DiagKind::Unreadable {
-                    ty: self.kernel.type_name(raw),
+                    ty: self.types().type_name(raw),
                 },
             )),
         }
@@ -190,7 +193,7 @@ impl Checker<'_> {
             self.shared_ret(scope, span.clone())?;
         }
         let ret = scope.func.ret;
-        if matches!(self.kernel.resolve(ret), KType::Void) {
+        if matches!(self.types().resolve(ret), KType::Void) {
             return Err(self.error(
                 span,
                 DiagKind::RetOfVoid {
@@ -217,7 +220,7 @@ impl Checker<'_> {
             None => Err(self.error(
                 span,
                 DiagKind::Unreadable {
-                    ty: self.kernel.type_name(ret),
+                    ty: self.types().type_name(ret),
                 },
             )),
         }

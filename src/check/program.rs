@@ -54,6 +54,17 @@ pub struct Session {
     pub several: bool,
     /// Functions a glob matched that cannot be traced, with the reason (`-v` names them).
     pub skipped: Vec<(String, String)>,
+    /// A session of user-space functions: their file, and how the session runs.
+    pub user: Option<UserSession>,
+}
+
+/// Where a session's user-space functions are and how they are probed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserSession {
+    /// The ELF file, as fslat found it.
+    pub path: String,
+    /// `Mode::UprobeSession`, `Mode::UprobeMulti` or `Mode::Uprobe`.
+    pub mode: super::resources::Mode,
 }
 
 /// One function of a session, with where the session's parameters sit in its context.
@@ -66,6 +77,8 @@ pub struct Target {
     pub ret_slot: usize,
     /// `None` for void functions.
     pub ret: Option<Scalar>,
+    /// A user-space function: its offset in the session's file (where the uprobe goes).
+    pub offset: Option<u64>,
 }
 
 impl Session {

@@ -18,6 +18,16 @@ pub enum Mode {
     /// fsession, and a session of several functions is one program attached to all of
     /// them through one link (Linux 7.2 multi-attach).
     FsessionMulti,
+    /// A user-space session as one uprobe session program at entry and return, attached
+    /// to all its functions through one uprobe_multi link (Linux 6.13).
+    UprobeSession,
+    /// A user-space session as a uprobe and a uretprobe program, each attached to all
+    /// its functions through one uprobe_multi link (6.6), sharing a per-task stack of
+    /// calls in flight.
+    UprobeMulti,
+    /// A user-space session as a uprobe and a uretprobe program per function (any
+    /// kernel), sharing a per-task stack of calls in flight.
+    Uprobe,
 }
 
 impl Mode {
@@ -26,7 +36,15 @@ impl Mode {
             Mode::Fsession => "fsession",
             Mode::Fentry => "fentry",
             Mode::FsessionMulti => "fsession-multi",
+            Mode::UprobeSession => "uprobe-session",
+            // One mode to the user: the same pair of programs, attached either way.
+            Mode::UprobeMulti | Mode::Uprobe => "uprobe",
         }
+    }
+
+    /// Whether this is how user-space sessions run.
+    pub fn is_user(self) -> bool {
+        matches!(self, Mode::UprobeSession | Mode::UprobeMulti | Mode::Uprobe)
     }
 
     /// The modes `program`'s sessions run in, as the run's messages name them
@@ -49,6 +67,9 @@ impl Mode {
     /// The mode session `s` runs in: a one-function session in fsession-multi mode is
     /// an ordinary fsession program.
     pub fn of_session(self, s: &Session) -> Mode {
+        if let Some(user) = &s.user {
+            return user.mode;
+        }
         match self {
             Mode::FsessionMulti if !s.several => Mode::Fsession,
             m => m,

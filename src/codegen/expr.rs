@@ -7,7 +7,7 @@
 use super::ctypes::{c_int, struct_name};
 use crate::aggregate::{CValue, Start};
 use crate::check::program::*;
-use crate::check::resources::{EVENTS_MAP, KSTACKS_MAP};
+use crate::check::resources::{COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP};
 use crate::syntax::ast::{BinOp, UnOp};
 use std::collections::{HashMap, HashSet};
 
@@ -46,6 +46,15 @@ pub struct Scratch {
 const SCRATCH_FROM: u32 = 64;
 /// Bytes of small strings (`comm`) a phase keeps on the stack; more go to the scratch map.
 const STACK_STRINGS: u32 = 128;
+
+/// The x86-64 registers of a user-space function's integer arguments (`arg0`..`arg5`),
+/// as `struct fslat_regs` (fslat.bpf.h) names them.
+const ARG_REGISTERS: [&str; 6] = ["di", "si", "dx", "cx", "r8", "r9"];
+
+/// A user register of a uprobe program's context.
+pub fn user_register(name: &str) -> String {
+    format!("((struct fslat_regs *)ctx)->{name}")
+}
 
 /// The table of session `index`'s parameter `param` slots, per function.
 pub fn slot_table(index: usize, param: usize) -> String {
@@ -128,6 +137,10 @@ impl<'p> Phase<'p> {
             Some(s) => c_int(u32::from(s.size), s.signed),
             None => "__u64",
         };
+        if self.session.user.is_some() {
+            let rax = user_register("ax");
+            return self.declare("fslat_ret", || format!("{ty} fslat_ret = ({ty}){rax};"));
+        }
         if self.multi {
             let raw = self.ret_raw();
             return self.declare("fslat_ret", || format!("{ty} fslat_ret = ({ty}){raw};"));
@@ -140,6 +153,10 @@ impl<'p> Phase<'p> {
 
     /// Multi-attach: the return register as a `__u64`, whatever the function returns.
     pub fn ret_raw(&mut self) -> String {
+        if self.session.user.is_some() {
+            let rax = user_register("ax");
+            return self.declare("fslat_ret_raw", || format!("__u64 fslat_ret_raw = {rax};"));
+        }
         self.declare("fslat_ret_raw", || {
             "__u64 fslat_ret_raw = 0; bpf_get_func_ret(ctx, &fslat_ret_raw);".into()
         })
@@ -154,6 +171,10 @@ impl<'p> Phase<'p> {
         };
         let slot = self.target.slots[i];
         let name = format!("fslat_arg{i}");
+        if self.session.user.is_some() {
+            let reg = user_register(ARG_REGISTERS[slot.min(ARG_REGISTERS.len() - 1)]);
+            return self.declare(&name, || format!("{ty} {name} = ({ty}){reg};"));
+        }
         if self.multi {
             let same = self.session.targets.iter().all(|t| t.slots[i] == slot);
             let n = if same {
@@ -188,13 +209,30 @@ impl<'p> Phase<'p> {
             Builtin::Kstack => self.declare("fslat_kstack", || {
                 format!("__s64 fslat_kstack = fslat_stackid(ctx, &{KSTACKS_MAP}, 0, fslat_c);")
             }),
-            Builtin::Ustack => self.declare("fslat_ustack", || {
-                format!("__u64 fslat_ustack = fslat_ustackid(ctx, &{EVENTS_MAP}, fslat_c);")
-            }),
+            Builtin::Ustack => {
+                let c = self.counters();
+                self.declare("fslat_ustack", || {
+                    format!("__u64 fslat_ustack = fslat_ustackid(ctx, &{EVENTS_MAP}, {c});")
+                })
+            }
             Builtin::Comm | Builtin::Func => {
                 unreachable!("comm and func are strings: strings go through string_ref or store")
             }
         }
+    }
+
+    /// The session's counters: the return phase has them (`fslat_c`); entry looks them
+    /// up when it needs them (a user session's `ustack`, taken at entry). May be NULL.
+    fn counters(&mut self) -> String {
+        if self.at_return {
+            return "fslat_c".into();
+        }
+        let index = self.session.index;
+        self.declare("fslat_ec", || {
+            format!(
+                "__u32 fslat_ek = {index}; struct fslat_counters *fslat_ec = bpf_map_lookup_elem(&{COUNTERS_MAP}, &fslat_ek);"
+            )
+        })
     }
 
     fn pid_tgid(&mut self) -> String {

@@ -80,8 +80,9 @@ static TEMPLATES: LazyLock<Handlebars<'static>> = LazyLock::new(|| {
 #[derive(Serialize)]
 struct ProgramData {
     version: &'static str,
-    mode: &'static str,
-    fsession: bool,
+    mode: String,
+    /// The session kfuncs take the program's context (Linux 7.0+).
+    session_kfuncs_ctx: bool,
     uses_path: bool,
     uses_kstack: bool,
     uses_ustack: bool,
@@ -213,6 +214,112 @@ struct SessionData {
     /// its bytes per slot (0: it has none).
     scratch_map: String,
     scratch: u32,
+    #[serde(flatten)]
+    shape: ProgShape,
+}
+
+/// How a session's programs are declared and attached, by mode.
+#[derive(Serialize)]
+struct ProgShape {
+    /// The one program's section (fsession, multi-attach, uprobe session).
+    section: String,
+    ctx_decl: &'static str,
+    /// What entry does to a call it gives up on before returning.
+    session_reject: &'static str,
+    /// The entry/return pair (fentry mode, uprobes): `None` for one program.
+    pair: Option<PairData>,
+    /// How a call in flight is found again at return (fsession's `entry()` map).
+    call_key: CallKey,
+}
+
+#[derive(Serialize)]
+struct PairData {
+    entry: &'static str,
+    exit: &'static str,
+    entry_section: String,
+    exit_section: String,
+    /// What identifies the call on its task's stack of calls in flight.
+    key: &'static str,
+    call_at_entry: &'static str,
+    call_at_return: &'static str,
+}
+
+#[derive(Serialize)]
+struct CallKey {
+    ty: &'static str,
+    about: &'static str,
+    at_entry: &'static str,
+    at_return: &'static str,
+}
+
+const KERNEL_CTX: &str = "unsigned long long *ctx";
+const USER_CTX: &str = "struct fslat_regs *ctx";
+
+/// The trampoline's argument area: one address at entry and return of one call.
+const KERNEL_CALL: CallKey = CallKey {
+    ty: "__u64",
+    about: "the call's context pointer (the trampoline's argument area: the same address at entry and return of one call)",
+    at_entry: "(__u64)ctx",
+    at_return: "(__u64)ctx",
+};
+
+/// A user call: its thread and stack pointer (8 bytes higher at return, once `ret`
+/// popped the return address).
+const USER_CALL: CallKey = CallKey {
+    ty: "struct fslat_ucall",
+    about: "the call's thread and stack pointer at entry (struct fslat_ucall)",
+    at_entry: "{ bpf_get_current_pid_tgid(), ctx->sp }",
+    at_return: "{ bpf_get_current_pid_tgid(), ctx->sp - 8 }",
+};
+
+impl ProgShape {
+    fn of(mode: Mode, func: &str) -> ProgShape {
+        let kernel_pair = || PairData {
+            entry: "fentry",
+            exit: "fexit",
+            entry_section: format!("fentry/{func}"),
+            exit_section: format!("fexit/{func}"),
+            key: "the call's context pointer",
+            call_at_entry: "ctx",
+            call_at_return: "ctx",
+        };
+        let user_pair = |multi: bool| PairData {
+            entry: "the uprobe",
+            exit: "the uretprobe",
+            entry_section: if multi { "uprobe.multi" } else { "uprobe" }.into(),
+            exit_section: if multi {
+                "uretprobe.multi"
+            } else {
+                "uretprobe"
+            }
+            .into(),
+            key: "its stack pointer (8 bytes higher at return, once `ret` popped the return address)",
+            call_at_entry: "(const void *)ctx->sp",
+            call_at_return: "(const void *)(ctx->sp - 8)",
+        };
+        let user = mode.is_user();
+        ProgShape {
+            section: match mode {
+                Mode::Fsession => format!("fsession/{func}"),
+                Mode::FsessionMulti => resources::MULTI_SECTION.into(),
+                _ => "uprobe.session".into(),
+            },
+            ctx_decl: if user { USER_CTX } else { KERNEL_CTX },
+            // A uprobe session's entry returning 1 skips the return.
+            session_reject: if user {
+                "return 1;"
+            } else {
+                "*fslat_cookie = 0;"
+            },
+            pair: match mode {
+                Mode::Fentry => Some(kernel_pair()),
+                Mode::UprobeMulti => Some(user_pair(true)),
+                Mode::Uprobe => Some(user_pair(false)),
+                _ => None,
+            },
+            call_key: if user { USER_CALL } else { KERNEL_CALL },
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -226,6 +333,8 @@ struct EntryValuesData {
 #[derive(Serialize)]
 struct MultiData {
     count: usize,
+    /// What attaches the program to all the functions.
+    link: &'static str,
     /// C declarations of the tables the program indexes by function.
     tables: Vec<String>,
     funcs: Vec<String>,
@@ -236,8 +345,8 @@ pub fn generate(program: &Program, mode: Mode) -> String {
     let aggregations = || program.sessions.iter().flat_map(|s| &s.aggregations);
     let data = ProgramData {
         version: env!("CARGO_PKG_VERSION"),
-        mode: mode.name(),
-        fsession: mode != Mode::Fentry,
+        mode: mode.of_program(program),
+        session_kfuncs_ctx: program.features.fsession,
         uses_path: program.uses_path,
         uses_kstack: program.uses_kstack,
         uses_ustack: program.uses_ustack,
@@ -314,12 +423,14 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             .sessions
             .iter()
             .flat_map(|s| match mode.of_session(s) {
-                Mode::FsessionMulti => vec![multi_session_data(s)],
+                m @ (Mode::FsessionMulti | Mode::UprobeSession | Mode::UprobeMulti) => {
+                    vec![multi_session_data(s, m)]
+                }
                 m => s
                     .targets
                     .iter()
                     .enumerate()
-                    .map(|t| session_data(s, t, m == Mode::Fsession))
+                    .map(|t| session_data(s, t, m))
                     .collect(),
             })
             .collect(),
@@ -401,18 +512,18 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
     }
 }
 
-fn session_data(s: &Session, (t, target): (usize, &Target), fsession: bool) -> SessionData {
+fn session_data(s: &Session, (t, target): (usize, &Target), mode: Mode) -> SessionData {
     let error_check = |ret: &mut Phase| match target.ret {
         Some(Scalar { signed: true, .. }) => Some(format!("{} < 0", ret.ret_value())),
         _ => None,
     };
-    phases_data(s, target, t, false, fsession, error_check, None)
+    phases_data(s, target, t, mode, error_check, None)
 }
 
 /// A session of several functions as one program: parameters and `ret` through the
 /// trampoline's helpers, `func` and what differs between functions from tables indexed by
 /// the link's per-function cookie.
-fn multi_session_data(s: &Session) -> SessionData {
+fn multi_session_data(s: &Session, mode: Mode) -> SessionData {
     let count = s.targets.len();
     let func_cap = s
         .targets
@@ -468,10 +579,15 @@ fn multi_session_data(s: &Session) -> SessionData {
     };
     let multi = MultiData {
         count,
+        link: match mode {
+            Mode::FsessionMulti => "fsession multi-attach",
+            Mode::UprobeSession => "a uprobe_multi link in session mode",
+            _ => "a uprobe_multi link for each program",
+        },
         tables,
         funcs: s.targets.iter().map(|t| t.func.clone()).collect(),
     };
-    phases_data(s, first, 0, true, true, error_check, Some(multi))
+    phases_data(s, first, 0, mode, error_check, Some(multi))
 }
 
 /// `Some("a, b, ...")` when the values are not all the same.
@@ -489,11 +605,13 @@ fn phases_data(
     s: &Session,
     target: &Target,
     t: usize,
-    multi: bool,
-    fsession: bool,
+    mode: Mode,
     error_check: impl FnOnce(&mut Phase) -> Option<String>,
     multi_data: Option<MultiData>,
 ) -> SessionData {
+    let multi = multi_data.is_some();
+    let shape = ProgShape::of(mode, &target.func);
+    let fsession = shape.pair.is_none();
     let role = if multi {
         ProgRole::Multi
     } else {
@@ -505,7 +623,7 @@ fn phases_data(
         reject,
         used: 0,
     };
-    // A call given up at fsession's entry must leave the cookie saying so.
+    // A call given up at a session program's entry must leave the cookie saying so.
     let reject = if fsession { "*fslat_cookie = 0; " } else { "" };
     let mut entry = Phase::new(s, target, false, multi, scratch(reject));
     let entry_filter = s.entry_filter.as_ref().map(|f| entry.expr(f));
@@ -567,6 +685,7 @@ fn phases_data(
         multi: multi_data,
         scratch_map,
         scratch,
+        shape,
     }
 }
 

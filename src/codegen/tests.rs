@@ -16,11 +16,53 @@ fn slow_read_script_renders_one_fsession_program() {
     );
     assert_eq!(c.matches("SEC(\"fsession/vfs_read\")").count(), 1);
     // The TGID test runs at entry; the latency test at return, after the counters.
-    let entry = c.find("bpf_session_is_return").expect("entry branch");
+    let entry = c.find("FSLAT_SESSION_IS_RETURN").expect("entry branch");
     let tgid = c.find("== (__u64)(1234ULL)").expect("tgid filter");
     let calls = c.find("fslat_c->calls").expect("calls counter");
     let latency = c.find("> (__u64)(10000000ULL)").expect("latency filter");
     assert!(entry < tgid && tgid < calls && calls < latency, "{c}");
+}
+
+/// A user-space session in each of its modes: the program's shape, and clang accepts it.
+/// The file is this test binary (x86-64, with symbols).
+#[test]
+fn user_sessions_render_and_compile_in_each_mode() {
+    let exe = std::env::current_exe().expect("test binary");
+    let script = format!(
+        "session {}:main where arg0 == 1 {{ emit arg0, ret, latency, str(arg1) as s, ustack; count() by func }}",
+        exe.display()
+    );
+    let clang = crate::build::find_clang(None).expect("clang");
+    let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    for (mode, sections) in [
+        (Mode::UprobeSession, &["SEC(\"uprobe.session\")"][..]),
+        (
+            Mode::UprobeMulti,
+            &["SEC(\"uprobe.multi\")", "SEC(\"uretprobe.multi\")"][..],
+        ),
+        (Mode::Uprobe, &["SEC(\"uprobe\")", "SEC(\"uretprobe\")"][..]),
+    ] {
+        let opts = crate::check::Options {
+            user_mode: Some(mode),
+            ..Default::default()
+        };
+        let (program, c) = match crate::compile_with(&script, &Fixture::new(), Mode::Fsession, opts)
+        {
+            Ok(p) => p,
+            Err(d) => panic!("{mode:?}: {d:?}"),
+        };
+        let user = program.sessions[0].user.as_ref().expect("a user session");
+        assert_eq!(user.mode, mode);
+        for s in sections {
+            assert_eq!(c.matches(s).count(), 1, "{mode:?} {s}\n{c}");
+        }
+        // The arguments come from the registers at entry, saved for the return.
+        assert!(c.contains("((struct fslat_regs *)ctx)->di"), "{c}");
+        assert!(!c.contains("bpf_get_func_arg"), "{c}");
+        if let Err(e) = compiler.compile(&c) {
+            panic!("{mode:?}: {e}\n{c}");
+        }
+    }
 }
 
 #[test]

@@ -48,6 +48,10 @@ pub enum Error {
     )]
     NoFsessionMulti,
     #[error(
+        "--mode uprobe-session: this kernel has no uprobe session programs (BPF_TRACE_UPROBE_SESSION arrived in Linux 6.13).\n  Use --mode uprobe (a uprobe and a uretprobe per session), or leave --mode at auto."
+    )]
+    NoUprobeSession,
+    #[error(
         "--emit obj writes a binary object: give -o FILE (or redirect standard output away from the terminal)"
     )]
     ObjectToTerminal,

@@ -32,6 +32,40 @@ pub fn load_kernel_types(btf: Option<&PathBuf>) -> Result<Btf, Error> {
     }
 }
 
+/// How user-space sessions run when `choice` names their mode (`None`: the best the
+/// kernel has, decided by the checker).
+pub fn resolve_user_mode(
+    choice: ModeChoice,
+    kernel: &dyn KernelTypes,
+) -> Result<Option<Mode>, Error> {
+    let f = kernel.features();
+    match choice {
+        ModeChoice::UprobeSession if !f.uprobe_session => Err(Error::NoUprobeSession),
+        ModeChoice::UprobeSession => Ok(Some(Mode::UprobeSession)),
+        ModeChoice::Uprobe if f.uprobe_multi => Ok(Some(Mode::UprobeMulti)),
+        ModeChoice::Uprobe => Ok(Some(Mode::Uprobe)),
+        _ => Ok(None),
+    }
+}
+
+/// What the checker takes from the options.
+fn check_options(
+    opts: &Options,
+    traceable: Rc<Rule>,
+    kernel: &dyn KernelTypes,
+) -> Result<crate::check::Options, Error> {
+    Ok(crate::check::Options {
+        max_functions: opts.max_functions,
+        traceable: Some(traceable),
+        args: opts.script_args.clone(),
+        lookup: crate::elf::Lookup {
+            pid: opts.pid,
+            command: opts.cmd.clone(),
+        },
+        user_mode: resolve_user_mode(opts.mode, kernel)?,
+    })
+}
+
 pub fn resolve_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Result<Mode, Error> {
     match requested_mode(choice, kernel) {
         Mode::Fsession if !kernel.has_fsession() => Err(Error::NoFsession),
@@ -47,9 +81,17 @@ fn requested_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Mode {
         ModeChoice::Fsession => Mode::Fsession,
         ModeChoice::Fentry => Mode::Fentry,
         ModeChoice::FsessionMulti => Mode::FsessionMulti,
-        ModeChoice::Auto if kernel.has_fsession_multi() => Mode::FsessionMulti,
-        ModeChoice::Auto if kernel.has_fsession() => Mode::Fsession,
-        ModeChoice::Auto => Mode::Fentry,
+        ModeChoice::Auto | ModeChoice::UprobeSession | ModeChoice::Uprobe
+            if kernel.has_fsession_multi() =>
+        {
+            Mode::FsessionMulti
+        }
+        ModeChoice::Auto | ModeChoice::UprobeSession | ModeChoice::Uprobe
+            if kernel.has_fsession() =>
+        {
+            Mode::Fsession
+        }
+        ModeChoice::Auto | ModeChoice::UprobeSession | ModeChoice::Uprobe => Mode::Fentry,
     }
 }
 
@@ -95,9 +137,8 @@ pub fn compile_entry(
 ) -> Result<Compiled, Error> {
     let mode = resolve_mode(opts.mode, kernel)?;
     let check_opts = crate::check::Options {
-        max_functions: opts.max_functions,
-        traceable: Some(traceable.rule()),
         args: Vec::new(),
+        ..check_options(opts, traceable.rule(), kernel)?
     };
     let (program, c) = compile_script(name, text, kernel, mode, check_opts)?;
     Ok(Compiled { program, c, mode })
@@ -218,11 +259,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
         None => resolve_mode(opts.mode, &kernel)?,
         Some(_) => emit_mode(opts.mode, &kernel),
     };
-    let check_opts = crate::check::Options {
-        max_functions: opts.max_functions,
-        traceable: Some(Rc::new(traceability(opts))),
-        args: opts.script_args.clone(),
-    };
+    let check_opts = check_options(opts, Rc::new(traceability(opts)), &kernel)?;
     let (program, c) = compile_script(name, text, &kernel, mode, check_opts)?;
     if opts.verbose {
         report_skipped(&program);
@@ -257,6 +294,15 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
 
 /// `fslat -l [GLOB]`: the traceable functions matching GLOB, or one function's signature.
 pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
+    if let Some(spec) = glob.filter(|g| g.contains(':')) {
+        let lookup = crate::elf::Lookup {
+            pid: opts.pid,
+            command: opts.cmd.clone(),
+        };
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        crate::listing::list_user(spec, &lookup, opts.verbose, &mut out)?;
+        return Ok(());
+    }
     let kernel = load_kernel_types(opts.btf.as_ref())?;
     let functions = traceable(&kernel, opts);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());

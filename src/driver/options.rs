@@ -56,6 +56,10 @@ pub enum ModeChoice {
     Fentry,
     /// fsession, with one multi-attach program per several-function session (Linux 7.2)
     FsessionMulti,
+    /// user-space sessions as one uprobe session program each (Linux 6.13)
+    UprobeSession,
+    /// user-space sessions as a uprobe and a uretprobe program each
+    Uprobe,
 }
 
 impl ModeChoice {
@@ -66,6 +70,8 @@ impl ModeChoice {
             ModeChoice::Fsession => "fsession",
             ModeChoice::Fentry => "fentry",
             ModeChoice::FsessionMulti => "fsession-multi",
+            ModeChoice::UprobeSession => "uprobe-session",
+            ModeChoice::Uprobe => "uprobe",
         }
     }
 }

@@ -44,6 +44,13 @@ pub enum RuntimeError {
         "cannot attach the session {session} to its functions through one multi-attach link: {reason}\n  Run it with --mode fsession (one program per function)."
     )]
     MultiAttach { session: String, reason: String },
+    #[error("cannot attach the user-space session {session} to `{path}`: {reason}\n  {hint}")]
+    UserAttach {
+        session: String,
+        path: String,
+        reason: String,
+        hint: &'static str,
+    },
     #[error("cannot write the output: {0}")]
     Output(std::io::Error),
     #[error("the BPF object has no {0}: this is a bug in fslat")]

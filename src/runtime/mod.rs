@@ -7,6 +7,7 @@ mod misses;
 mod multi;
 pub mod signals;
 pub mod snapshot;
+mod user;
 
 pub use errors::RuntimeError;
 
@@ -90,8 +91,11 @@ pub fn run(
     }
     let progs = program.progs();
     for mut prog in open.progs_mut() {
-        let role = progs.get(&*prog.name().to_string_lossy()).map(|p| p.role);
-        if role == Some(ProgRole::Multi) {
+        let found = progs.get(&*prog.name().to_string_lossy());
+        let user = found
+            .and_then(|p| program.sessions.get(p.session))
+            .is_some_and(|s| s.user.is_some());
+        if found.map(|p| p.role) == Some(ProgRole::Multi) && !user {
             multi::prepare(&mut prog).map_err(|e| RuntimeError::MultiAttach {
                 session: prog.name().to_string_lossy().into_owned(),
                 reason: e.to_string(),
@@ -111,6 +115,22 @@ pub fn run(
             let name = prog.name().to_string_lossy().into_owned();
             let found = progs.get(&name);
             if found.is_some_and(|p| p.role == ProgRole::Exit) != exits {
+                continue;
+            }
+            if let Some((p, s)) = found.and_then(|p| {
+                program
+                    .sessions
+                    .get(p.session)
+                    .filter(|s| s.user.is_some())
+                    .map(|s| (p, s))
+            }) {
+                links.push(user::attach(
+                    &prog,
+                    s,
+                    p.role,
+                    p.target,
+                    settings.target_tgid,
+                )?);
                 continue;
             }
             if let Some(s) = found

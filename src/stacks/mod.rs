@@ -186,17 +186,31 @@ impl StackTable {
     }
 
     /// Symbolizes return addresses: each is looked up one byte back, inside the call
-    /// instruction, so a call that ends its function names the caller.
-    fn symbolize(&self, src: &Source, addrs: &[u64]) -> Vec<Option<Resolved>> {
-        let back: Vec<u64> = addrs.iter().map(|a| a.saturating_sub(1)).collect();
+    /// instruction, so a call that ends its function names the caller. With `exact_first`
+    /// the first (innermost) address is an instruction pointer, looked up as it is: a
+    /// user function's first instruction, where a uprobe took its stack, would otherwise
+    /// be named after the function before it.
+    fn symbolize(&self, src: &Source, addrs: &[u64], exact_first: bool) -> Vec<Option<Resolved>> {
+        let back: Vec<u64> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                if i == 0 && exact_first {
+                    *a
+                } else {
+                    a.saturating_sub(1)
+                }
+            })
+            .collect();
         match self.symbolizer.symbolize(src, Input::AbsAddr(&back)) {
             Ok(syms) => syms
                 .into_iter()
-                .map(|s| match s {
+                .enumerate()
+                .map(|(i, s)| match s {
                     Symbolized::Sym(sym) => Some(Resolved {
                         name: clean_symbol(&sym.name),
                         module: sym.module.map(|m| m.to_string_lossy().into_owned()),
-                        offset: sym.offset as u64 + 1,
+                        offset: sym.offset as u64 + u64::from(!(exact_first && i == 0)),
                     }),
                     Symbolized::Unknown(_) => None,
                 })
@@ -212,7 +226,7 @@ impl StackTable {
             debug_syms: false,
             ..Kernel::default()
         };
-        let syms = self.symbolize(&Source::Kernel(kernel), addrs);
+        let syms = self.symbolize(&Source::Kernel(kernel), addrs, false);
         addrs
             .iter()
             .zip(syms)
@@ -242,7 +256,7 @@ impl StackTable {
             // process, and its mappings may have been kept by `announce`.
             process.map_files = false;
             process.perf_map = false;
-            self.symbolize(&Source::Process(process), addrs)
+            self.symbolize(&Source::Process(process), addrs, true)
         };
         addrs
             .iter()

@@ -13,6 +13,9 @@ pub struct Session {
     pub func: Ident,
     /// Every name or glob of the list, `func` first (`session vfs_read, vfs_write`).
     pub funcs: Vec<Ident>,
+    /// `session FILE:FUNC`: the user-space file the functions are in (an empty name for
+    /// `:FUNC`, the main executable of -p or -c); `None` for kernel functions.
+    pub file: Option<Ident>,
     pub predicate: Option<Expr>,
     /// `None` when the session has no block: the actions are then `{ emit }`.
     pub actions: Option<Vec<Action>>,

@@ -99,10 +99,19 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
         Some(d)
     };
     let func_of = |spec: &str| spec.rsplit(':').next().unwrap_or("").trim().to_string();
+    // bpftrace's `uprobe:FILE:FUNC` is fslat's `FILE:FUNC`.
+    let user_of = |spec: &str| {
+        spec.split_once(':')
+            .map_or(String::new(), |(_, f)| f.trim().to_string())
+    };
     match kind {
         "kprobe" | "k" | "kretprobe" | "kr" | "fentry" | "f" | "fexit" | "fr" | "kfunc"
-        | "kretfunc" => {
-            let funcs: Vec<String> = list.split(',').map(func_of).collect();
+        | "kretfunc" | "uprobe" | "uretprobe" | "u" | "ur" => {
+            let user = matches!(kind, "uprobe" | "uretprobe" | "u" | "ur");
+            let funcs: Vec<String> = list
+                .split(',')
+                .map(|spec| if user { user_of(spec) } else { func_of(spec) })
+                .collect();
             if funcs.iter().any(String::is_empty) {
                 return diag(vec!["write `session FUNC { ... }`".into()]);
             }
@@ -164,8 +173,8 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
         "END" => diag(vec![
             "drop the `END` block: at the end of a run fslat prints every aggregation by itself (`-i DUR` prints and clears them every DUR)".into(),
         ]),
-        "uprobe" | "uretprobe" | "u" | "ur" | "usdt" | "U" => diag(vec![
-            "fslat traces kernel functions; `ustack` shows the user code that called one (`session vfs_read { count() by ustack }`)".into(),
+        "usdt" | "U" => diag(vec![
+            "trace the function around the probe instead: `session FILE:FUNC`; `fslat -l 'FILE:*'` lists a file's functions".into(),
         ]),
         "interval" | "i" | "profile" | "p" | "software" | "s" | "hardware" | "h" | "watchpoint"
         | "w" | "iter" | "kfunc_multi" => diag(vec![

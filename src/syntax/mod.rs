@@ -60,11 +60,39 @@ fn ident(pair: Pair<Rule>) -> Ident {
 fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
     let whole = span(&pair);
     let mut funcs = Vec::new();
+    let mut file: Option<Ident> = None;
     let mut predicate = None;
     let mut actions = None;
     for p in pair.into_inner() {
         match p.as_rule() {
             Rule::func_name => funcs.push(ident(p)),
+            Rule::user_func => {
+                let whole = span(&p);
+                let mut this_file = Ident {
+                    name: String::new(),
+                    span: whole.start..whole.start,
+                };
+                for part in p.into_inner() {
+                    match part.as_rule() {
+                        Rule::user_file => this_file = ident(part),
+                        _ => funcs.push(ident(part)),
+                    }
+                }
+                match &file {
+                    None if funcs.len() > 1 => {
+                        errors.push(Diagnostic::new(whole, DiagKind::KernelAndUserFunctions))
+                    }
+                    None => file = Some(this_file),
+                    Some(first) if first.name != this_file.name => errors.push(Diagnostic::new(
+                        whole,
+                        DiagKind::TwoUserFiles {
+                            first: first.name.clone(),
+                            other: this_file.name.clone(),
+                        },
+                    )),
+                    Some(_) => {}
+                }
+            }
             Rule::pred => predicate = Some(expr(p, errors)),
             Rule::block => actions = Some(block(p, errors)),
             _ => {}
@@ -76,6 +104,7 @@ fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
             .cloned()
             .expect("the grammar requires a function name"),
         funcs,
+        file,
         predicate,
         actions,
         span: whole,
@@ -573,6 +602,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
     Some(match rule {
         Rule::session | Rule::kw_session => "`session`",
         Rule::func_name => "a kernel function name",
+        Rule::user_func | Rule::user_file | Rule::user_sym => "a user-space function (`FILE:FUNC`)",
         Rule::kw_where => "`where`",
         Rule::block => "`{`",
         Rule::emit | Rule::kw_emit => "`emit`",

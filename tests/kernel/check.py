@@ -17,6 +17,10 @@
                                         values of the emitted latencies: count equal,
                                         p50..p99.9 within PCT percent, max exact
 
+    check.py nested FIELD DEPTH CALLS   a recursive function's events (in return order):
+                                        CALLS groups of DEPTH events, FIELD 1..DEPTH in
+                                        each, latencies never shorter outwards
+
 Prints what it measured; exits 1 with the reason when a check fails.
 """
 
@@ -145,8 +149,26 @@ def percentiles(total, pct):
         fail(f"max {row['max_ns']} != largest latency {lat[-1]}")
 
 
+def nested(field, depth, calls):
+    evs = [r["fields"] for r in records() if r["type"] == "event"]
+    if len(evs) != depth * calls:
+        fail(f"{len(evs)} events, expected {depth * calls}")
+    for g in range(calls):
+        group = evs[g * depth:(g + 1) * depth]
+        levels = [e[field] for e in group]
+        lat = [e["latency_ns"] for e in group]
+        print(f"call {g}: {field} {levels} latency_ns {lat}")
+        if levels != list(range(1, depth + 1)):
+            fail(f"call {g}: {field} is {levels}, expected 1..{depth} innermost first")
+        if any(inner > outer for inner, outer in zip(lat, lat[1:])):
+            fail(f"call {g}: an outer call is shorter than one inside it")
+
+
 def main():
     what = sys.argv[1]
+    if what == "nested":
+        nested(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        return
     if what == "lhist-sum":
         lhist_sum(sys.argv[2], sys.argv[3], int(sys.argv[4]))
         return

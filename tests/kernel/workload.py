@@ -299,6 +299,10 @@ def main():
     s.add_argument("m", type=int)
     s = sub.add_parser("ustack-c", help="exec a C program: main, load_config, read_chunk: N reads")
     s.add_argument("n", type=int)
+    s = sub.add_parser("exec", help="exec PROGRAM ARGS... (the same pid)")
+    s.add_argument("argv", nargs="+")
+    s = sub.add_parser("exec-now", help="exec PROGRAM ARGS... at once, UFUNC_GO naming the go file")
+    s.add_argument("argv", nargs="+")
     sub.add_parser("ebadf", help="a read on a write-only descriptor")
     s = sub.add_parser("threads", help="T threads reading for SECONDS, and N slow reads")
     s.add_argument("threads", type=int)
@@ -338,6 +342,11 @@ def main():
 
     ustack_exe = build_ustack_program() if a.what == "ustack-c" else None
     print(os.getpid(), flush=True)
+    if a.what == "exec-now":
+        # The program runs (and can be found by pid) before fslat starts; it waits for
+        # the go file itself (tests/kernel/user/ufunc.c).
+        env = dict(os.environ, UFUNC_GO=a.go) if a.go else os.environ
+        os.execve(a.argv[0], a.argv, env)
     wait_for(a.go)
     if a.what == "slow-read":
         ordinary_reads(a.reads)
@@ -349,6 +358,8 @@ def main():
     elif a.what == "ustack-c":
         # The same process, so the same pid, becomes the C program.
         os.execv(ustack_exe, [ustack_exe, str(a.n)])
+    elif a.what == "exec":
+        os.execv(a.argv[0], a.argv)
     elif a.what == "tcp":
         tcp_sends(a.port, a.sends, a.gap_ms)
     elif a.what == "ebadf":

@@ -1,0 +1,155 @@
+//! User-space sessions (`session FILE:FUNC`): the file's functions stand in for the
+//! kernel's types while the session is checked, kernel-only names are refused, and what
+//! the return phase reads of the entry (argument registers, the user stack) is saved at
+//! entry, since a uretprobe sees neither.
+
+use super::program::*;
+use super::resources::Mode;
+use super::{Checker, quote_list};
+use crate::btf::{FuncSig, KernelTypes};
+use crate::diag::{DiagKind, Diagnostic, closest};
+use crate::elf::{self, UserTypes};
+use crate::syntax::ast;
+use std::rc::Rc;
+
+impl Checker<'_> {
+    /// The types names resolve against: the session's user-space file, or the kernel.
+    pub(super) fn types(&self) -> &dyn KernelTypes {
+        match &self.user {
+            Some(u) => u.as_ref(),
+            None => self.kernel,
+        }
+    }
+
+    /// Reads the file of user-space session `s`, which then supplies the session's
+    /// functions; `None` when a diagnostic was recorded.
+    pub(super) fn open_user_file(&mut self, file: &ast::Ident) -> Option<Rc<UserTypes>> {
+        if !cfg!(target_arch = "x86_64") {
+            self.error(file.span.clone(), DiagKind::UserNeedsX86);
+            return None;
+        }
+        let why = match elf::find(&file.name, &self.opts.lookup) {
+            Ok(Some(path)) => match elf::functions(&path) {
+                Ok(funcs) => {
+                    return Some(Rc::new(UserTypes::new(
+                        &path,
+                        funcs,
+                        self.kernel.features(),
+                    )));
+                }
+                Err(e) => e,
+            },
+            Ok(None) => {
+                self.error(file.span.clone(), DiagKind::NoMainExecutable);
+                return None;
+            }
+            Err(e) => e,
+        };
+        self.error(
+            file.span.clone(),
+            DiagKind::UserFile {
+                file: file.name.clone(),
+                why: why.to_string(),
+            },
+        );
+        None
+    }
+
+    /// A user-space function named exactly, or an error with the nearest names.
+    pub(super) fn user_function(&mut self, item: &ast::Ident) -> Option<FuncSig> {
+        if let Some(f) = self.types().function(&item.name) {
+            return Some(f);
+        }
+        let names = self.types().function_names();
+        let near = closest(&item.name, names.iter().map(String::as_str));
+        let mut d = Diagnostic::new(
+            item.span.clone(),
+            DiagKind::NoUserFunction {
+                name: item.name.clone(),
+                file: self.types().describe(),
+            },
+        );
+        if !near.is_empty() {
+            d = d.hint(format!("did you mean {}?", quote_list(&near)));
+        }
+        d = d.hint(format!(
+            "`fslat -l '{}:PATTERN*'` lists its functions",
+            self.types().describe()
+        ));
+        self.error_with(d);
+        None
+    }
+
+    /// How this kernel runs user-space sessions: as `--mode` says, else the best it has.
+    pub(super) fn user_mode(&self) -> Mode {
+        let f = self.kernel.features();
+        match self.opts.user_mode {
+            Some(m) => m,
+            None if f.uprobe_session => Mode::UprobeSession,
+            None if f.uprobe_multi => Mode::UprobeMulti,
+            None => Mode::Uprobe,
+        }
+    }
+}
+
+/// Makes what `session`'s return phase reads of the entry a saved entry value: the
+/// argument registers (`arg0`, ...) and `ustack` (the stack as the function was called,
+/// the function itself on top). A uretprobe runs after the function returned: its
+/// registers are the caller's.
+pub(super) fn carry_to_return(session: &mut Session) {
+    let mut saved = std::mem::take(&mut session.entry_values);
+    let mut carry = |e: &mut Expr| carry_expr(e, &mut saved);
+    if let Some(f) = &mut session.return_filter {
+        carry(f);
+    }
+    if let Some(ev) = &mut session.event {
+        for f in &mut ev.fields {
+            carry(&mut f.expr);
+        }
+    }
+    for a in &mut session.aggregations {
+        if let Some(arg) = &mut a.arg {
+            carry(arg);
+        }
+        for k in &mut a.keys {
+            carry(&mut k.expr);
+        }
+    }
+    session.entry_values = saved;
+}
+
+fn carry_expr(e: &mut Expr, saved: &mut Vec<Expr>) {
+    let from_entry = matches!(
+        e.kind,
+        ExprKind::Param(_) | ExprKind::Builtin(Builtin::Ustack)
+    );
+    if from_entry {
+        let i = match saved.iter().position(|s| s == e) {
+            Some(i) => i,
+            None => {
+                saved.push(e.clone());
+                saved.len() - 1
+            }
+        };
+        e.kind = ExprKind::Entry(i);
+        return;
+    }
+    match &mut e.kind {
+        ExprKind::Read { base, .. }
+        | ExprKind::Deref(base)
+        | ExprKind::Path(base)
+        | ExprKind::Swap { expr: base, .. }
+        | ExprKind::Unary { expr: base, .. } => carry_expr(base, saved),
+        ExprKind::ReadStr { ptr, len, .. } => {
+            carry_expr(ptr, saved);
+            if let Some(l) = len {
+                carry_expr(l, saved);
+            }
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            carry_expr(lhs, saved);
+            carry_expr(rhs, saved);
+        }
+        _ => {}
+    }
+}

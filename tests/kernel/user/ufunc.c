@@ -1,0 +1,133 @@
+/*
+ * The user-space program the kernel cases trace (tests/kernel/user/README.md): each
+ * command makes calls whose number, arguments, results and durations the cases know.
+ *
+ *   ufunc nap MS N        N calls of nap(MS): each sleeps MS milliseconds
+ *   ufunc args N          N calls of add(i % 10, 7) for i in 0..N
+ *   ufunc point N         N calls of norm(&p) with p = {3, 4} (returns 25)
+ *   ufunc greet NAME N    N calls of greet(NAME)
+ *   ufunc fail N          N calls of fail(i): returns -i (i = 0..N-1)
+ *   ufunc depth D R       R calls of depth(D): depth(n) calls depth(n - 1) down to 1
+ *   ufunc chain N         N calls of outer, which calls middle, which calls leaf
+ *   ufunc lib N           N calls of the shared library's lib_work(i)
+ *   ufunc wait            waits for its standard input to end, then runs `nap 5 3`
+ *
+ * With UFUNC_GO=FILE in its environment it first waits (polling, which calls none of
+ * these functions nor nanosleep) until FILE exists: fslat can attach to it by pid.
+ */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+
+struct point {
+	long x;
+	long y;
+};
+
+long lib_work(long n);
+
+NOINLINE long nap(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+	while (nanosleep(&ts, &ts))
+		;
+	return ms;
+}
+
+NOINLINE long add(long a, long b)
+{
+	return a + b;
+}
+
+NOINLINE long norm(struct point *p)
+{
+	return p->x * p->x + p->y * p->y;
+}
+
+NOINLINE long greet(const char *name)
+{
+	return (long)strlen(name);
+}
+
+NOINLINE long fail(long i)
+{
+	return -i;
+}
+
+NOINLINE long depth(long n)
+{
+	if (n <= 1)
+		return 1;
+	return 1 + depth(n - 1);
+}
+
+NOINLINE long leaf(long n)
+{
+	return n + 1;
+}
+
+NOINLINE long middle(long n)
+{
+	return leaf(n) + 1;
+}
+
+NOINLINE long outer(long n)
+{
+	return middle(n) + 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return 2;
+	const char *go = getenv("UFUNC_GO");
+	while (go && access(go, F_OK))
+		poll(NULL, 0, 10);
+	const char *cmd = argv[1];
+	long a = argc > 2 ? atol(argv[2]) : 0;
+	long b = argc > 3 ? atol(argv[3]) : 0;
+	long sum = 0;
+	if (!strcmp(cmd, "nap")) {
+		for (long i = 0; i < b; i++)
+			sum += nap(a);
+	} else if (!strcmp(cmd, "args")) {
+		for (long i = 0; i < a; i++)
+			sum += add(i % 10, 7);
+	} else if (!strcmp(cmd, "point")) {
+		struct point p = { 3, 4 };
+		for (long i = 0; i < a; i++)
+			sum += norm(&p);
+	} else if (!strcmp(cmd, "greet") && argc > 3) {
+		for (long i = 0; i < b; i++)
+			sum += greet(argv[2]);
+	} else if (!strcmp(cmd, "fail")) {
+		for (long i = 0; i < a; i++)
+			sum += fail(i);
+	} else if (!strcmp(cmd, "depth")) {
+		for (long i = 0; i < b; i++)
+			sum += depth(a);
+	} else if (!strcmp(cmd, "chain")) {
+		for (long i = 0; i < a; i++)
+			sum += outer(i);
+	} else if (!strcmp(cmd, "lib")) {
+		for (long i = 0; i < a; i++)
+			sum += lib_work(i);
+	} else if (!strcmp(cmd, "wait")) {
+		char buf[64];
+		while (read(0, buf, sizeof buf) > 0)
+			;
+		for (long i = 0; i < 3; i++)
+			sum += nap(5);
+	} else {
+		return 2;
+	}
+	printf("%ld\n", sum);
+	/* Live on a little: fslat symbolizes user stacks while the process runs. */
+	poll(NULL, 0, 300);
+	return 0;
+}
