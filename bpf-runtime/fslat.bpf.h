@@ -128,6 +128,24 @@ static __always_inline void fslat_read_strn(char *dst, __u32 size, const void *s
 		dst[0] = 0;
 }
 
+/*
+ * A user-space session's reads by DWARF offsets: a pointer, and a value of `size` bytes
+ * (1, 2, 4 or 8; a constant at every call), 0 when the memory cannot be read.
+ */
+static __always_inline __u64 fslat_user_ptr(__u64 addr)
+{
+	__u64 v = 0;
+	bpf_probe_read_user(&v, sizeof(v), (const void *)addr);
+	return v;
+}
+
+static __always_inline __u64 fslat_user_read(__u64 addr, __u32 size)
+{
+	__u64 v = 0;
+	bpf_probe_read_user(&v, size, (const void *)addr);
+	return v;
+}
+
 /* Compares two NUL-terminated strings over at most n bytes. */
 static __always_inline bool fslat_streq(const char *a, const char *b, __u32 n)
 {

@@ -247,6 +247,11 @@ pub enum DiagKind {
     },
     /// A user-space session on a machine fslat cannot read user registers of.
     UserNeedsX86,
+    /// A user function's parameter that no integer argument register holds.
+    NotInRegister {
+        name: String,
+        how: &'static str,
+    },
 }
 
 impl DiagKind {
@@ -468,6 +473,9 @@ impl DiagKind {
             }
             KernelOnlyName { name } => format!(
                 "`{name}` is a kernel name: a user-space session has no kernel context to read it from"
+            ),
+            NotInRegister { name, how } => format!(
+                "`{name}` is passed {how}, not in an integer argument register: fslat reads a user function's parameters from those"
             ),
             UserNeedsX86 => {
                 "user-space functions are traced on x86-64 only (fslat reads their arguments from its registers)".into()

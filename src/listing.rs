@@ -204,13 +204,33 @@ pub fn list_user(
         .map_err(failed)?
         .ok_or(ListError::NoMainExecutable)?;
     let funcs = crate::elf::functions(&path).map_err(failed)?;
-    let mut found = 0usize;
-    for f in funcs.iter().filter(|f| glob_match(pattern, &f.name)) {
-        found += 1;
-        if verbose {
-            writeln!(out, "{}  offset=0x{:x} size={}", f.name, f.offset, f.size)?;
-        } else {
-            writeln!(out, "{}", f.name)?;
+    let matched: Vec<crate::elf::UserFunc> = funcs
+        .iter()
+        .filter(|f| glob_match(pattern, &f.name))
+        .cloned()
+        .collect();
+    let found = matched.len();
+    // With -v: each signature as DWARF declares it (the ABI's registers without DWARF).
+    let mut types = crate::elf::UserTypes::new(&path, funcs, crate::btf::Features::default());
+    if verbose {
+        let names: Vec<String> = matched.iter().map(|f| f.name.clone()).collect();
+        types.read_dwarf(&names);
+    }
+    for f in &matched {
+        match types.function(&f.name).filter(|_| verbose) {
+            Some(sig) => writeln!(
+                out,
+                "{}  // offset 0x{:x}, {} bytes{}",
+                signature(&types, &sig),
+                f.offset,
+                f.size,
+                if types.has_dwarf(&f.name) {
+                    ""
+                } else {
+                    ", no DWARF"
+                }
+            )?,
+            None => writeln!(out, "{}", f.name)?,
         }
     }
     if found == 0 {

@@ -122,6 +122,7 @@ impl Checker<'_> {
                 root,
                 path,
                 string: Some(StringSource::Pointer),
+                hops,
             } => Expr {
                 ty: Ty::Int(Scalar {
                     size: 8,
@@ -132,6 +133,7 @@ impl Checker<'_> {
                     root,
                     path,
                     string: None,
+                    hops,
                 },
             },
             kind if matches!(

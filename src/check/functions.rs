@@ -256,9 +256,14 @@ impl Checker<'_> {
             .map(|(i, p)| Param {
                 slot: {
                     let at = slot;
-                    // The trampoline passes a struct of up to 16 bytes in two registers.
+                    // The trampoline passes a struct of up to 16 bytes in two registers. A
+                    // user function's floats go in vector registers and its bigger
+                    // structs on the stack: they take no integer register.
+                    let user = self.user.is_some();
                     slot += match self.types().resolve(p.ty) {
+                        KType::Struct { size, .. } if user && size > 16 => 0,
                         KType::Struct { size, .. } => (size as usize).div_ceil(8).max(1),
+                        KType::Other if user => 0,
                         _ => 1,
                     };
                     at

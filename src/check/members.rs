@@ -17,29 +17,38 @@ impl Checker<'_> {
         field: &ast::Ident,
     ) -> Checked<Expr> {
         let b = self.expr(scope, base)?;
-        // The struct whose member is read, and the read so far.
-        let (struct_ty, root, root_name, mut path) = match (&b.ty, arrow) {
+        // The struct whose member is read, and the read so far (a user-space session's
+        // with its offsets).
+        let (struct_ty, root, root_name, mut path, mut hops) = match (&b.ty, arrow) {
             (Ty::Ptr { pointee, .. }, true) => match b.kind {
                 ExprKind::Read {
                     base,
                     root,
                     mut path,
+                    hops,
                     ..
                 } => {
                     path.push(Vec::new());
-                    (*pointee, *base, root, path)
+                    let mut hops = hops.unwrap_or_default();
+                    hops.push(0);
+                    (*pointee, *base, root, path, hops)
                 }
                 _ => (
                     *pointee,
                     b.clone(),
                     self.struct_name(*pointee),
                     vec![Vec::new()],
+                    vec![0],
                 ),
             },
             (Ty::Record { ty, type_name }, false) => match b.kind {
                 ExprKind::Read {
-                    base, root, path, ..
-                } => (*ty, *base, root, path),
+                    base,
+                    root,
+                    path,
+                    hops,
+                    ..
+                } => (*ty, *base, root, path, hops.unwrap_or_default()),
                 _ => {
                     return Err(self.error(
                         base.span.clone(),
@@ -125,7 +134,15 @@ impl Checker<'_> {
                 },
             ));
         };
-        self.declare_member(struct_ty, &f.name, f.ty);
+        let user_offset = self
+            .user
+            .as_ref()
+            .map(|u| u.field_offset(struct_ty, &f.name).unwrap_or(0));
+        match (user_offset, hops.last_mut()) {
+            (Some(off), Some(last)) => *last += off,
+            // Kernel structs are read with CO-RE: codegen declares what is read.
+            _ => self.declare_member(struct_ty, &f.name, f.ty),
+        }
         let string = match (&ty, self.types().resolve(f.ty)) {
             (Ty::Str { .. }, KType::Array { .. }) => Some(StringSource::Array),
             (Ty::Str { .. }, _) => Some(StringSource::Pointer),
@@ -141,6 +158,7 @@ impl Checker<'_> {
                 root: root_name,
                 path,
                 string,
+                hops: user_offset.map(|_| hops),
             },
         })
     }

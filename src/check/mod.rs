@@ -168,8 +168,8 @@ impl<'k> Checker<'k> {
 
     fn session(&mut self, index: usize, label: String, s: &ast::Session) -> Option<Session> {
         self.user = None;
-        if let Some(file) = &s.file {
-            self.user = Some(self.open_user_file(file)?);
+        if s.file.is_some() {
+            self.user = Some(self.open_user_file(s)?);
         }
         let mut checked = self.session_of_functions(index, label, s)?;
         if let Some(types) = self.user.take() {

@@ -134,6 +134,16 @@ impl Checker<'_> {
                 let mut names: Vec<String> = scope.params.iter().map(|p| p.name.clone()).collect();
                 names.extend(builtin_names().map(String::from));
                 let mut d = Diagnostic::new(span, DiagKind::UnknownName { name: name.into() });
+                if self
+                    .user
+                    .as_ref()
+                    .is_some_and(|u| !u.has_dwarf(&scope.func.name))
+                {
+                    d = d.hint(format!(
+                        "`{}` has no DWARF (its file was built without -g): its arguments are `arg0`..`arg5`",
+                        scope.func.name
+                    ));
+                }
                 let near = closest(name, names.iter().map(String::as_str));
                 if let Some(hint) = crate::syntax::foreign::name_hint(name) {
                     d = d.hint(hint);
@@ -159,7 +169,33 @@ impl Checker<'_> {
             }
         };
         let raw = scope.func.params[index].ty;
+        if self.user.is_some() {
+            self.in_register(scope, index, raw, span.clone())?;
+        }
         self.param_value(index, raw, span)
+    }
+
+    /// A user function's parameter is read from its argument register: refused when it
+    /// has none (the seventh integer and later, floats, structs over 16 bytes).
+    fn in_register(&mut self, scope: &Scope, index: usize, raw: TypeId, span: Span) -> Checked<()> {
+        let slot = scope.params[index].slot;
+        let kind = self.types().resolve(raw);
+        let passed = match kind {
+            KType::Other => Some("in a vector register"),
+            KType::Struct { size, .. } if size > 16 => Some("on the stack"),
+            _ if slot >= crate::elf::ARG_REGISTERS => Some("on the stack"),
+            _ => None,
+        };
+        match passed {
+            Some(how) => Err(self.error(
+                span,
+                DiagKind::NotInRegister {
+                    name: scope.params[index].name.clone(),
+                    how,
+                },
+            )),
+            None => Ok(()),
+        }
     }
 
     /// Parameter `index` of the session, of BTF type `raw`, as a value.

@@ -226,6 +226,10 @@ pub enum ExprKind {
         path: Vec<Vec<String>>,
         /// How the last member is read when `ty` is a string.
         string: Option<StringSource>,
+        /// A user-space session's read, by DWARF offsets instead of CO-RE: one offset per
+        /// group of `path`; the address is `base + hops[0]`, then for each next hop the
+        /// pointer read there plus the hop; the value is read at the last address.
+        hops: Option<Vec<u32>>,
     },
     /// A `char *` value (parameter or field) read as a string.
     Deref(Box<Expr>),

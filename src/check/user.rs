@@ -9,6 +9,7 @@ use super::{Checker, quote_list};
 use crate::btf::{FuncSig, KernelTypes};
 use crate::diag::{DiagKind, Diagnostic, closest};
 use crate::elf::{self, UserTypes};
+use crate::listing::glob_match;
 use crate::syntax::ast;
 use std::rc::Rc;
 
@@ -23,7 +24,8 @@ impl Checker<'_> {
 
     /// Reads the file of user-space session `s`, which then supplies the session's
     /// functions; `None` when a diagnostic was recorded.
-    pub(super) fn open_user_file(&mut self, file: &ast::Ident) -> Option<Rc<UserTypes>> {
+    pub(super) fn open_user_file(&mut self, s: &ast::Session) -> Option<Rc<UserTypes>> {
+        let file = s.file.as_ref()?;
         if !cfg!(target_arch = "x86_64") {
             self.error(file.span.clone(), DiagKind::UserNeedsX86);
             return None;
@@ -31,11 +33,16 @@ impl Checker<'_> {
         let why = match elf::find(&file.name, &self.opts.lookup) {
             Ok(Some(path)) => match elf::functions(&path) {
                 Ok(funcs) => {
-                    return Some(Rc::new(UserTypes::new(
-                        &path,
-                        funcs,
-                        self.kernel.features(),
-                    )));
+                    // DWARF for the functions the session names, and only those.
+                    let named: Vec<String> = funcs
+                        .iter()
+                        .filter(|f| s.funcs.iter().any(|i| glob_match(&i.name, &f.name)))
+                        .take(self.opts.max_functions + 1)
+                        .map(|f| f.name.clone())
+                        .collect();
+                    let mut types = UserTypes::new(&path, funcs, self.kernel.features());
+                    types.read_dwarf(&named);
+                    return Some(Rc::new(types));
                 }
                 Err(e) => e,
             },

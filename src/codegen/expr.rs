@@ -288,6 +288,19 @@ impl<'p> Phase<'p> {
             ExprKind::Param(i) => self.param(*i),
             ExprKind::Ret => self.ret_value(),
             ExprKind::Read {
+                base,
+                hops: Some(hops),
+                ..
+            } => {
+                let addr = self.user_address(base, hops);
+                let (ty, size) = match e.ty {
+                    Ty::Int(s) => (c_int(u32::from(s.size), s.signed), u32::from(s.size)),
+                    Ty::Bool => ("__u8", 1),
+                    _ => ("__u64", 8),
+                };
+                format!("(({ty})fslat_user_read({addr}, {size}))")
+            }
+            ExprKind::Read {
                 base, root, path, ..
             } => {
                 let base = self.pointer(base, root);
@@ -430,9 +443,26 @@ impl<'p> Phase<'p> {
             }
             ExprKind::Read {
                 base,
+                hops: Some(hops),
+                string,
+                ..
+            } => {
+                let addr = self.user_address(base, hops);
+                match string {
+                    Some(StringSource::Array) => {
+                        format!("fslat_read_strn({dst}, {cap}, (const void *){addr}, {cap}, true);")
+                    }
+                    _ => format!(
+                        "fslat_read_strn({dst}, {cap}, (const void *)fslat_user_ptr({addr}), {cap}, true);"
+                    ),
+                }
+            }
+            ExprKind::Read {
+                base,
                 root,
                 path,
                 string,
+                hops: None,
             } => {
                 let base = self.pointer(base, root);
                 match string {
@@ -448,6 +478,20 @@ impl<'p> Phase<'p> {
             }
             _ => unreachable!("only these expressions have string type"),
         }
+    }
+
+    /// The user address a user-space session's read ends at: `base + hops[0]`, then
+    /// through each pointer read there (`fslat_user_ptr`) plus the next hop.
+    fn user_address(&mut self, base: &Expr, hops: &[u32]) -> String {
+        let mut addr = format!("(__u64)({})", self.expr(base));
+        for (i, h) in hops.iter().enumerate() {
+            addr = if i == 0 {
+                format!("({addr} + {h})")
+            } else {
+                format!("(fslat_user_ptr({addr}) + {h})")
+            };
+        }
+        addr
     }
 
     /// `base` as a typed pointer for CO-RE reads.

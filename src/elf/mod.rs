@@ -7,6 +7,7 @@
 //! Every file here is input fslat does not trust: it may be truncated, hostile or
 //! replaced while read. Each problem is an `ElfError`, never a panic.
 
+mod dwarf;
 mod find;
 mod ldcache;
 mod symbols;
@@ -14,7 +15,7 @@ mod types;
 
 pub use find::{Lookup, find};
 pub use symbols::{UserFunc, functions};
-pub use types::UserTypes;
+pub use types::{ARG_REGISTERS, UserTypes};
 
 use std::path::PathBuf;
 
