@@ -333,6 +333,8 @@ struct EntryValuesData {
 #[derive(Serialize)]
 struct MultiData {
     count: usize,
+    /// One function: its index is 0, no need to ask the link's cookie.
+    single: bool,
     /// What attaches the program to all the functions.
     link: &'static str,
     /// C declarations of the tables the program indexes by function.
@@ -579,6 +581,7 @@ fn multi_session_data(s: &Session, mode: Mode) -> SessionData {
     };
     let multi = MultiData {
         count,
+        single: count == 1,
         link: match mode {
             Mode::FsessionMulti => "fsession multi-attach",
             Mode::UprobeSession => "a uprobe_multi link in session mode",
