@@ -85,6 +85,11 @@ pub struct Args {
     #[arg(short = 'l', long = "list", conflicts_with_all = ["program", "emit"])]
     pub list: bool,
 
+    /// List the cgroups whose path names a systemd unit, a container or a Kubernetes pod:
+    /// path, unit, container, pod (what `cgroup ==`, `under()` and --cgroup take)
+    #[arg(long = "cgroups", conflicts_with_all = ["program", "emit", "list", "script"])]
+    pub cgroups: bool,
+
     /// Print the generated C, or write the BPF object; loads nothing, needs no root.
     /// (ast and ir show the earlier stages: the parsed script, the checked program)
     #[arg(long, value_enum, value_name = "c|obj")]
@@ -106,6 +111,11 @@ pub struct RunArgs {
     /// exits; fslat then exits with its status
     #[arg(short, long, value_name = "CMD", value_parser = non_empty)]
     pub cmd: Option<String>,
+
+    /// Trace only tasks in this cgroup v2 or below it (/system.slice/nginx.service), checked
+    /// in the kernel before anything else
+    #[arg(long = "cgroup", value_name = "PATH", value_parser = parse_cgroup)]
+    pub cgroup: Option<crate::cgroups::Cgroup>,
 
     /// Stop after DUR (30, 30s, 1.5s, 500ms, 2m; more than 0, at most 24h)
     #[arg(short, long, value_name = "DUR", value_parser = driver::parse_run_duration)]
@@ -232,6 +242,12 @@ fn parse_pid(s: &str) -> Result<u32, String> {
     }
 }
 
+fn parse_cgroup(s: &str) -> Result<crate::cgroups::Cgroup, String> {
+    crate::cgroups::lookup(s).map_err(|e| {
+        format!("{e} (`fslat --cgroups` lists the cgroups with a unit, container or pod name)")
+    })
+}
+
 fn parse_ring_size(s: &str) -> Result<u32, String> {
     if s.is_empty() {
         return Err("the value is empty".into());
@@ -261,6 +277,7 @@ impl RunArgs {
         Options {
             pid: self.pid,
             cmd: self.cmd.clone(),
+            cgroup: self.cgroup,
             duration: self.duration,
             interval: self.interval,
             format: self.format,
@@ -303,6 +320,7 @@ pub fn main() -> i32 {
         Some(Command::Man) => man_page(),
         Some(Command::Repl(run)) => crate::repl::run(&run.options()),
         None if args.list => list(args.script.as_deref(), &args.run),
+        None if args.cgroups => list_cgroups(),
         None if args.script.is_none()
             && args.program.is_none()
             && args.emit.is_none()
@@ -415,6 +433,21 @@ fn man_page() -> Result<(), Error> {
 fn list(glob: Option<&std::path::Path>, opts: &RunArgs) -> Result<(), Error> {
     let glob = glob.map(|g| g.to_string_lossy());
     driver::list(glob.as_deref(), &opts.options())
+}
+
+/// `fslat --cgroups`: path, unit, container and pod, tab-separated (`-` for none).
+fn list_cgroups() -> Result<(), Error> {
+    let rows = crate::cgroups::named().map_err(|e| Error::Cgroups(e.to_string()))?;
+    let mut out = String::new();
+    for (path, names) in rows {
+        out.push_str(&path);
+        for n in names {
+            out.push('\t');
+            out.push_str(if n.is_empty() { "-" } else { &n });
+        }
+        out.push('\n');
+    }
+    driver::write_output(None, out.as_bytes())
 }
 
 /// Whether two paths name one existing file (through links and `..` alike).

@@ -451,7 +451,7 @@ fn field_decl(kind: FieldKind, member: &str) -> String {
         }
         FieldKind::Bool => format!("__u8 {member}"),
         FieldKind::Duration | FieldKind::Ptr => format!("__u64 {member}"),
-        FieldKind::Stack(_) => format!("__u64 {member}"),
+        FieldKind::Stack(_) | FieldKind::CgroupName(_) => format!("__u64 {member}"),
         FieldKind::Str { cap } => format!("char {member}[{cap}]"),
     }
 }

@@ -237,3 +237,34 @@ pub fn key_values(a: &Aggregation, key: &[u8], stacks: Option<&StackTable>) -> V
         })
         .collect()
 }
+
+/// Learns the paths of the cgroups in `program`'s cgroup-name keys (`by unit`, ...) now,
+/// while they exist: a cgroup counted and then removed before the print keeps its name.
+/// Reads only the keys, and walks the hierarchy only for an id not seen before.
+pub fn remember_cgroups(obj: &libbpf_rs::Object, program: &Program) {
+    for (_, a) in aggregations(program) {
+        let offsets: Vec<usize> = a
+            .keys
+            .iter()
+            .filter(|k| matches!(k.kind, FieldKind::CgroupName(_)))
+            .map(|k| k.offset as usize)
+            .collect();
+        if offsets.is_empty() {
+            continue;
+        }
+        let Some(map) = obj.maps().find(|m| m.name().to_string_lossy() == a.map()) else {
+            continue;
+        };
+        let ids: Vec<u64> = map
+            .keys()
+            .flat_map(|key| {
+                offsets
+                    .iter()
+                    .filter_map(|&at| key.get(at..at + 8)?.try_into().ok())
+                    .map(u64::from_ne_bytes)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        crate::cgroups::remember(ids);
+    }
+}
