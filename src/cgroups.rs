@@ -198,15 +198,16 @@ pub fn name(view: CgroupView, id: u64) -> String {
 }
 
 /// Learns the paths of these ids while their cgroups may still exist: one walk at most,
-/// and only if one of them is new.
+/// at the first call or when one of them is new.
 pub fn remember(ids: impl IntoIterator<Item = u64>) {
     let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    let mut walked = false;
-    for id in ids {
-        if !walked && (!t.walked || !t.paths.contains_key(&id)) {
-            t.walk();
-            walked = true;
-        }
+    if !t.walked {
+        t.walk();
+        return;
+    }
+    let known = &t.paths;
+    if ids.into_iter().any(|id| !known.contains_key(&id)) {
+        t.walk();
     }
 }
 

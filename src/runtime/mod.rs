@@ -241,6 +241,10 @@ pub fn run(
             .iter()
             .any(|k| matches!(k.kind, FieldKind::CgroupName(_)))
     });
+    if names_cgroups {
+        // The cgroups there at the start are named whatever becomes of them.
+        snapshot::remember_cgroups(&obj, program);
+    }
     let mut cgroups_seen = Instant::now();
     while keep_going() {
         let mut wait = Duration::from_millis(100);

@@ -78,11 +78,11 @@ impl AggSnapshot {
         stacks: Option<&StackTable>,
     ) -> AggResult {
         let mut rows: Vec<AggRow> = self
-            .rows
-            .iter()
-            .map(|(key, raw)| AggRow {
-                keys: key_values(a, key, stacks),
-                value: a.func.show(raw),
+            .named_rows(a, stacks)
+            .into_iter()
+            .map(|(keys, raw)| AggRow {
+                keys,
+                value: a.func.show(&raw),
             })
             .collect();
         // Biggest last; keys break ties so output is stable.
@@ -113,13 +113,39 @@ impl AggSnapshot {
         a: &Aggregation,
         stacks: Option<&StackTable>,
     ) -> Vec<metrics::AggPoint> {
-        self.rows
-            .iter()
-            .map(|(key, raw)| metrics::AggPoint {
-                keys: key_values(a, key, stacks),
-                value: a.func.point(raw),
+        self.named_rows(a, stacks)
+            .into_iter()
+            .map(|(keys, raw)| metrics::AggPoint {
+                keys,
+                value: a.func.point(&raw),
             })
             .collect()
+    }
+
+    /// The rows by their keys' values. Keys are unique in the map, but cgroup ids are not
+    /// names: the rows of cgroups whose names are the same (two with no pod) are merged.
+    fn named_rows(
+        &self,
+        a: &Aggregation,
+        stacks: Option<&StackTable>,
+    ) -> Vec<(Vec<Value<'static>>, State)> {
+        let by_name = a
+            .keys
+            .iter()
+            .any(|k| matches!(k.kind, FieldKind::CgroupName(_)));
+        let mut rows: Vec<(Vec<Value<'static>>, State)> = Vec::with_capacity(self.rows.len());
+        for (key, raw) in &self.rows {
+            let keys = key_values(a, key, stacks);
+            let same = match by_name {
+                true => rows.iter_mut().find(|(k, _)| *k == keys),
+                false => None,
+            };
+            match same {
+                Some((_, state)) => state.merge(raw),
+                None => rows.push((keys, raw.clone())),
+            }
+        }
+        rows
     }
 }
 
