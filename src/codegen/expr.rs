@@ -288,7 +288,7 @@ impl<'p> Phase<'p> {
             // The ancestor at the path's depth is the path's cgroup: the task is in it or
             // below it (0 when the task sits higher).
             ExprKind::UnderCgroup { id, level } => {
-                format!("(bpf_get_current_ancestor_cgroup_id({level}) == {id}ULL)")
+                format!("(fslat_ancestor_cgroup_id({level}) == {id}ULL)")
             }
             ExprKind::Param(i) => self.param(*i),
             ExprKind::Ret => self.ret_value(),

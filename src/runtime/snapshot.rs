@@ -294,3 +294,62 @@ pub fn remember_cgroups(obj: &libbpf_rs::Object, program: &Program) {
         crate::cgroups::remember(ids);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::values::Stat;
+    use crate::btf::Fixture;
+    use crate::check::resources::Mode;
+
+    fn aggregation(script: &str) -> Aggregation {
+        let (mut p, _) = crate::compile(script, &Fixture::new(), Mode::Fsession).expect("compiles");
+        p.sessions.remove(0).aggregations.remove(0)
+    }
+
+    fn count(n: u64) -> State {
+        State::Stat(Stat {
+            count: n,
+            sum: 0,
+            min: 0,
+            max: 0,
+        })
+    }
+
+    // No cgroup has these ids (they are above any inode number the hierarchy hands out).
+    const GONE: [u64; 2] = [u64::MAX, u64::MAX - 1];
+
+    #[test]
+    fn rows_of_cgroups_showing_one_name_are_one_row_and_one_series() {
+        let a = aggregation("session vfs_read { count() by unit as reads }");
+        let mut snap = AggSnapshot::default();
+        snap.rows.insert(GONE[0].to_ne_bytes().to_vec(), count(3));
+        snap.rows.insert(GONE[1].to_ne_bytes().to_vec(), count(5));
+        let points = snap.metric_points(&a, None);
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].value, metrics::PointValue::Number(8));
+        assert_eq!(metrics::label_value(&points[0].keys[0]), "");
+        let rows = snap.result(&a, "vfs_read", None, None).rows;
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].value, crate::output::AggValue::Number(8));
+    }
+
+    #[test]
+    fn a_cgroup_never_seen_is_shown_by_its_id_and_keys_without_names_never_merge() {
+        let a = aggregation("session vfs_read { count() by cgroup_path }");
+        let mut snap = AggSnapshot::default();
+        snap.rows.insert(GONE[0].to_ne_bytes().to_vec(), count(3));
+        snap.rows.insert(GONE[1].to_ne_bytes().to_vec(), count(5));
+        let labels: Vec<String> = snap
+            .metric_points(&a, None)
+            .iter()
+            .map(|p| metrics::label_value(&p.keys[0]))
+            .collect();
+        assert_eq!(
+            labels,
+            [format!("cgroup:{}", GONE[1]), format!("cgroup:{}", GONE[0])]
+        );
+        let by_id = aggregation("session vfs_read { count() by cgroup }");
+        assert_eq!(snap.metric_points(&by_id, None).len(), 2);
+    }
+}
