@@ -35,6 +35,9 @@ Names:
   count, file...  the function's parameters by name; arg0 .. argN by position
   file->f_path.dentry->d_name.name   struct fields, through pointers
   kstack, ustack  call stacks (in emit and as by keys only)
+  cgroup_path, unit, container, pod   the task's cgroup v2 path, systemd unit,
+                  container id, pod UID (in emit and as by keys only; choose cgroups
+                  with cgroup == \"/system.slice/a.service\" or under(\"/kubepods.slice\"))
 Values: 42 0x2a 1_000  500ns 250us 10ms 2s  \"text\"  true false
 Operators: == != < <= > >=  and or not (&& || !)  + - * / %  & | ^ ~ << >>
 
@@ -115,7 +118,7 @@ pub struct RunArgs {
     /// Trace only tasks in this cgroup v2 or below it (/system.slice/nginx.service), checked
     /// in the kernel before anything else
     #[arg(long = "cgroup", value_name = "PATH", value_parser = parse_cgroup)]
-    pub cgroup: Option<crate::cgroups::Cgroup>,
+    pub cgroup: Option<Box<crate::cgroups::Cgroup>>,
 
     /// Stop after DUR (30, 30s, 1.5s, 500ms, 2m; more than 0, at most 24h)
     #[arg(short, long, value_name = "DUR", value_parser = driver::parse_run_duration)]
@@ -198,7 +201,7 @@ fn parse_max_functions(s: &str) -> Result<usize, String> {
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Write sessions interactively, see their C, run them (the default on a terminal)
-    Repl(RunArgs),
+    Repl(Box<RunArgs>),
     /// Check whether this machine can run fslat, and say what to do where it cannot
     Doctor,
     /// Print a shell completion script (bash, zsh or fish)
@@ -242,8 +245,8 @@ fn parse_pid(s: &str) -> Result<u32, String> {
     }
 }
 
-fn parse_cgroup(s: &str) -> Result<crate::cgroups::Cgroup, String> {
-    crate::cgroups::lookup(s).map_err(|e| {
+fn parse_cgroup(s: &str) -> Result<Box<crate::cgroups::Cgroup>, String> {
+    crate::cgroups::lookup(s).map(Box::new).map_err(|e| {
         format!("{e} (`fslat --cgroups` lists the cgroups with a unit, container or pod name)")
     })
 }
@@ -277,7 +280,7 @@ impl RunArgs {
         Options {
             pid: self.pid,
             cmd: self.cmd.clone(),
-            cgroup: self.cgroup,
+            cgroup: self.cgroup.as_deref().copied(),
             duration: self.duration,
             interval: self.interval,
             format: self.format,
