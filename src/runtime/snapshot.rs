@@ -319,12 +319,17 @@ mod tests {
     // No cgroup has these ids (they are above any inode number the hierarchy hands out).
     const GONE: [u64; 2] = [u64::MAX, u64::MAX - 1];
 
+    fn gone_cgroups_counted(a: u64, b: u64) -> AggSnapshot {
+        let mut snap = AggSnapshot::default();
+        snap.rows.insert(GONE[0].to_ne_bytes().to_vec(), count(a));
+        snap.rows.insert(GONE[1].to_ne_bytes().to_vec(), count(b));
+        snap
+    }
+
     #[test]
     fn rows_of_cgroups_showing_one_name_are_one_row_and_one_series() {
         let a = aggregation("session vfs_read { count() by unit as reads }");
-        let mut snap = AggSnapshot::default();
-        snap.rows.insert(GONE[0].to_ne_bytes().to_vec(), count(3));
-        snap.rows.insert(GONE[1].to_ne_bytes().to_vec(), count(5));
+        let snap = gone_cgroups_counted(3, 5);
         let points = snap.metric_points(&a, None);
         assert_eq!(points.len(), 1);
         assert_eq!(points[0].value, metrics::PointValue::Number(8));
@@ -337,9 +342,7 @@ mod tests {
     #[test]
     fn a_cgroup_never_seen_is_shown_by_its_id_and_keys_without_names_never_merge() {
         let a = aggregation("session vfs_read { count() by cgroup_path }");
-        let mut snap = AggSnapshot::default();
-        snap.rows.insert(GONE[0].to_ne_bytes().to_vec(), count(3));
-        snap.rows.insert(GONE[1].to_ne_bytes().to_vec(), count(5));
+        let snap = gone_cgroups_counted(3, 5);
         let labels: Vec<String> = snap
             .metric_points(&a, None)
             .iter()
