@@ -10,7 +10,7 @@
 //! `runtime::run`, so a cgroup counted and removed before the print is still named).
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::{LazyLock, Mutex};
@@ -141,6 +141,8 @@ pub fn lookup(path: &str) -> Result<Cgroup, LookupError> {
 #[derive(Default)]
 struct Table {
     paths: HashMap<u64, String>,
+    /// Ids a walk did not find (gone before it): not walked for again.
+    lost: HashSet<u64>,
     walked: bool,
 }
 
@@ -173,22 +175,35 @@ impl Table {
         }
     }
 
-    fn path(&mut self, id: u64) -> Option<&String> {
-        if !self.walked || !self.paths.contains_key(&id) {
+    /// Whether a walk could tell more about `id`.
+    fn unknown(&self, id: u64) -> bool {
+        !self.walked || !(self.paths.contains_key(&id) || self.lost.contains(&id))
+    }
+
+    /// Walks if one of `ids` is unknown; ids still not found are lost.
+    fn learn(&mut self, ids: &[u64]) {
+        if ids.iter().any(|&id| self.unknown(id)) {
             self.walk();
+            let lost: Vec<u64> = ids
+                .iter()
+                .copied()
+                .filter(|id| !self.paths.contains_key(id))
+                .collect();
+            self.lost.extend(lost);
         }
-        self.paths.get(&id)
     }
 }
 
 /// The path of cgroup `id`, learnt now or earlier in the run.
 pub fn path_of(id: u64) -> Option<String> {
     let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
-    t.path(id).cloned()
+    t.learn(&[id]);
+    t.paths.get(&id).cloned()
 }
 
 /// What `view` shows of cgroup `id`. An id never seen alive (a cgroup created and removed
-/// between two looks) shows as `cgroup:ID` for `cgroup_path` and empty otherwise.
+/// between two looks) shows as `cgroup:ID` for `cgroup_path` and empty otherwise; the
+/// hierarchy is walked for it once, not at every look.
 pub fn name(view: CgroupView, id: u64) -> String {
     match (path_of(id), view) {
         (Some(path), v) => v.of(&path),
@@ -199,14 +214,10 @@ pub fn name(view: CgroupView, id: u64) -> String {
 
 /// Learns the paths of these ids while their cgroups may still exist: one walk at most,
 /// at the first call or when one of them is new.
-pub fn remember(ids: impl IntoIterator<Item = u64>) {
+pub fn remember(ids: &[u64]) {
     let mut t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
+    t.learn(ids);
     if !t.walked {
-        t.walk();
-        return;
-    }
-    let known = &t.paths;
-    if ids.into_iter().any(|id| !known.contains_key(&id)) {
         t.walk();
     }
 }

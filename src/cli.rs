@@ -323,7 +323,7 @@ pub fn main() -> i32 {
         Some(Command::Man) => man_page(),
         Some(Command::Repl(run)) => crate::repl::run(&run.options()),
         None if args.list => list(args.script.as_deref(), &args.run),
-        None if args.cgroups => list_cgroups(),
+        None if args.cgroups => driver::list_cgroups(),
         None if args.script.is_none()
             && args.program.is_none()
             && args.emit.is_none()
@@ -436,21 +436,6 @@ fn man_page() -> Result<(), Error> {
 fn list(glob: Option<&std::path::Path>, opts: &RunArgs) -> Result<(), Error> {
     let glob = glob.map(|g| g.to_string_lossy());
     driver::list(glob.as_deref(), &opts.options())
-}
-
-/// `fslat --cgroups`: path, unit, container and pod, tab-separated (`-` for none).
-fn list_cgroups() -> Result<(), Error> {
-    let rows = crate::cgroups::named().map_err(|e| Error::Cgroups(e.to_string()))?;
-    let mut out = String::new();
-    for (path, names) in rows {
-        out.push_str(&path);
-        for n in names {
-            out.push('\t');
-            out.push_str(if n.is_empty() { "-" } else { &n });
-        }
-        out.push('\n');
-    }
-    driver::write_output(None, out.as_bytes())
 }
 
 /// Whether two paths name one existing file (through links and `..` alike).

@@ -291,7 +291,7 @@ pub fn remember_cgroups(obj: &libbpf_rs::Object, program: &Program) {
                     .collect::<Vec<_>>()
             })
             .collect();
-        crate::cgroups::remember(ids);
+        crate::cgroups::remember(&ids);
     }
 }
 
