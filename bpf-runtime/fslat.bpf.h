@@ -98,6 +98,45 @@ struct fslat_counters {
 };
 
 /*
+ * The id of the current task's cgroup v2 ancestor at depth `level` (the root is 0; the
+ * task's own cgroup when that is its depth), 0 when the task's cgroup is higher up: what
+ * `under()` and --cgroup compare. Linux 5.10 refuses bpf_get_current_ancestor_cgroup_id
+ * in tracing programs ("unknown func"); there (FSLAT_CGROUP_WALK: kernels before
+ * bpf_loop, 5.17) the task's default-hierarchy cgroup is read with CO-RE, as the helper
+ * does: its ancestor_ids[level] (ancestor_ids became ancestors[] only in 6.0).
+ */
+#ifdef FSLAT_CGROUP_WALK
+struct cgroup___fslat {
+	int level;
+	__u64 ancestor_ids[];
+} __attribute__((preserve_access_index));
+struct css_set___fslat {
+	struct cgroup___fslat *dfl_cgrp;
+} __attribute__((preserve_access_index));
+struct task_struct___fslat {
+	struct css_set___fslat *cgroups;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u64 fslat_ancestor_cgroup_id(__u32 level)
+{
+	struct task_struct___fslat *t = (void *)bpf_get_current_task();
+	struct cgroup___fslat *c = BPF_CORE_READ(t, cgroups, dfl_cgrp);
+	__u64 id = 0;
+
+	if (!c || (int)level > BPF_CORE_READ(c, level))
+		return 0;
+	bpf_probe_read_kernel(&id, sizeof(id),
+			      (char *)c + bpf_core_field_offset(c->ancestor_ids) + level * sizeof(__u64));
+	return id;
+}
+#else
+static __always_inline __u64 fslat_ancestor_cgroup_id(__u32 level)
+{
+	return bpf_get_current_ancestor_cgroup_id(level);
+}
+#endif
+
+/*
  * Reads a NUL-terminated string from kernel memory, or from user memory when the
  * pointer is a user address (parameters such as `const char __user *filename`).
  */

@@ -35,6 +35,9 @@ Names:
   count, file...  the function's parameters by name; arg0 .. argN by position
   file->f_path.dentry->d_name.name   struct fields, through pointers
   kstack, ustack  call stacks (in emit and as by keys only)
+  cgroup_path, unit, container, pod   the task's cgroup v2 path, systemd unit,
+                  container id, pod UID (in emit and as by keys only; choose cgroups
+                  with cgroup == \"/system.slice/a.service\" or under(\"/kubepods.slice\"))
 Values: 42 0x2a 1_000  500ns 250us 10ms 2s  \"text\"  true false
 Operators: == != < <= > >=  and or not (&& || !)  + - * / %  & | ^ ~ << >>
 
@@ -85,6 +88,11 @@ pub struct Args {
     #[arg(short = 'l', long = "list", conflicts_with_all = ["program", "emit"])]
     pub list: bool,
 
+    /// List the cgroups whose path names a systemd unit, a container or a Kubernetes pod:
+    /// path, unit, container, pod (what `cgroup ==`, `under()` and --cgroup take)
+    #[arg(long = "cgroups", conflicts_with_all = ["program", "emit", "list", "script"])]
+    pub cgroups: bool,
+
     /// Print the generated C, or write the BPF object; loads nothing, needs no root.
     /// (ast and ir show the earlier stages: the parsed script, the checked program)
     #[arg(long, value_enum, value_name = "c|obj")]
@@ -106,6 +114,11 @@ pub struct RunArgs {
     /// exits; fslat then exits with its status
     #[arg(short, long, value_name = "CMD", value_parser = non_empty)]
     pub cmd: Option<String>,
+
+    /// Trace only tasks in this cgroup v2 or below it (/system.slice/nginx.service), checked
+    /// in the kernel before anything else
+    #[arg(long = "cgroup", value_name = "PATH", value_parser = parse_cgroup)]
+    pub cgroup: Option<Box<crate::cgroups::Cgroup>>,
 
     /// Stop after DUR (30, 30s, 1.5s, 500ms, 2m; more than 0, at most 24h)
     #[arg(short, long, value_name = "DUR", value_parser = driver::parse_run_duration)]
@@ -188,7 +201,7 @@ fn parse_max_functions(s: &str) -> Result<usize, String> {
 #[derive(clap::Subcommand, Debug)]
 pub enum Command {
     /// Write sessions interactively, see their C, run them (the default on a terminal)
-    Repl(RunArgs),
+    Repl(Box<RunArgs>),
     /// Check whether this machine can run fslat, and say what to do where it cannot
     Doctor,
     /// Print a shell completion script (bash, zsh or fish)
@@ -232,6 +245,12 @@ fn parse_pid(s: &str) -> Result<u32, String> {
     }
 }
 
+fn parse_cgroup(s: &str) -> Result<Box<crate::cgroups::Cgroup>, String> {
+    crate::cgroups::lookup(s).map(Box::new).map_err(|e| {
+        format!("{e} (`fslat --cgroups` lists the cgroups with a unit, container or pod name)")
+    })
+}
+
 fn parse_ring_size(s: &str) -> Result<u32, String> {
     if s.is_empty() {
         return Err("the value is empty".into());
@@ -261,6 +280,7 @@ impl RunArgs {
         Options {
             pid: self.pid,
             cmd: self.cmd.clone(),
+            cgroup: self.cgroup.as_deref().copied(),
             duration: self.duration,
             interval: self.interval,
             format: self.format,
@@ -303,6 +323,7 @@ pub fn main() -> i32 {
         Some(Command::Man) => man_page(),
         Some(Command::Repl(run)) => crate::repl::run(&run.options()),
         None if args.list => list(args.script.as_deref(), &args.run),
+        None if args.cgroups => driver::list_cgroups(),
         None if args.script.is_none()
             && args.program.is_none()
             && args.emit.is_none()

@@ -148,6 +148,15 @@ pub enum DiagKind {
     StackOperand {
         name: &'static str,
     },
+    /// `unit`, `pod`, ... used as a value (they are names only in user space).
+    CgroupNameOperand {
+        name: &'static str,
+    },
+    /// `cgroup == "PATH"`, `under("PATH")`: PATH names no cgroup here.
+    CgroupNotFound {
+        path: String,
+        why: String,
+    },
     TwoEmits,
     DuplicateAggName {
         name: String,
@@ -363,6 +372,10 @@ impl DiagKind {
             StackOperand { name } => format!(
                 "`{name}` is a call stack: it can be emitted or used as a `by` key, not compared, computed with or tested"
             ),
+            CgroupNameOperand { name } => format!(
+                "`{name}` is a cgroup's name, known only outside the kernel: it can be emitted or used as a `by` key, not compared, computed with or tested"
+            ),
+            CgroupNotFound { path, why } => format!("no cgroup `{path}`: {why}"),
             TwoEmits => "a session has one `emit`; put all the fields in it".into(),
             DuplicateAggName { name } => {
                 format!("another aggregation of this program is already named `{name}`")

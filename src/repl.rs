@@ -41,6 +41,11 @@ const COMMANDS: &[(&str, &str, &str)] = &[
         "traceable kernel functions matching GLOB (* and ?); one name: its signature",
     ),
     (
+        ":cgroups",
+        "",
+        "cgroups with a unit, container or pod name: path, unit, container, pod",
+    ),
+    (
         ":mode",
         " [auto|fsession|fentry]",
         "show or set how sessions attach",
@@ -164,6 +169,7 @@ impl Repl {
             "c" => self.show_c()?,
             "run" => self.run(arg)?,
             "list" => self.list(arg)?,
+            "cgroups" => driver::list_cgroups()?,
             "mode" => self.mode(arg)?,
             "clear" => {
                 self.script = None;

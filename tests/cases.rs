@@ -122,6 +122,7 @@ fn kind_name(kind: FieldKind) -> String {
         FieldKind::Ptr => "ptr".into(),
         FieldKind::Stack(k) => k.name().into(),
         FieldKind::Formatted(s, radix) => format!("{}{}", radix.name(), s.size * 8),
+        FieldKind::CgroupName(v) => format!("{}:u64", v.name()),
     }
 }
 

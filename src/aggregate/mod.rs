@@ -172,6 +172,45 @@ impl State {
         }
     }
 
+    /// Adds `other`'s values to these: two keys that show as one (two cgroups with one
+    /// unit, or none) make one row.
+    pub fn merge(&mut self, other: &State) {
+        let max = |a: Option<i64>, b: Option<i64>| a.max(b).or(a).or(b);
+        match (self, other) {
+            (State::Stat(s), State::Stat(o)) => {
+                if s.count == 0 {
+                    *s = *o;
+                } else if o.count > 0 {
+                    s.count += o.count;
+                    s.sum = s.sum.wrapping_add(o.sum);
+                    s.min = s.min.min(o.min);
+                    s.max = s.max.max(o.max);
+                }
+            }
+            (State::Hist { slots, sum }, State::Hist { slots: o, sum: os }) => {
+                slots.iter_mut().zip(o).for_each(|(a, b)| *a += b);
+                *sum = sum.wrapping_add(*os);
+            }
+            (
+                State::Pct { pct, interval_max },
+                State::Pct {
+                    pct: o,
+                    interval_max: om,
+                },
+            ) => {
+                pct.slots
+                    .iter_mut()
+                    .zip(&o.slots)
+                    .for_each(|(a, b)| *a += b);
+                pct.negative += o.negative;
+                pct.sum = pct.sum.wrapping_add(o.sum);
+                pct.max = max(pct.max, o.max);
+                *interval_max = max(*interval_max, *om);
+            }
+            _ => {}
+        }
+    }
+
     /// What happened between `earlier` and `self` (both cumulative, same key).
     pub fn since(&self, earlier: Option<&State>) -> State {
         match (self, earlier) {

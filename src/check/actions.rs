@@ -160,6 +160,7 @@ impl Checker<'_> {
             Ty::Str { cap } => FieldKind::Str { cap: *cap },
             Ty::Ptr { .. } => FieldKind::Ptr,
             Ty::Stack(k) => FieldKind::Stack(*k),
+            Ty::CgroupName(v) => FieldKind::CgroupName(*v),
             Ty::Formatted { scalar, radix } => FieldKind::Formatted(*scalar, *radix),
             Ty::Record { type_name, .. } => {
                 return Err(self.error(
@@ -249,6 +250,7 @@ impl Checker<'_> {
                 Ty::Bool => FieldKind::Bool,
                 Ty::Str { cap } => FieldKind::Str { cap },
                 Ty::Stack(s) => FieldKind::Stack(s),
+                Ty::CgroupName(v) => FieldKind::CgroupName(v),
                 Ty::Formatted { scalar, radix } => FieldKind::Formatted(scalar, radix),
                 ref t => {
                     return Err(self.error(k.span.clone(), DiagKind::BadKey { ty: t.describe() }));

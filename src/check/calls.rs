@@ -1,5 +1,6 @@
 //! The functions a script may call besides `path()`: formatting (`hex`, `oct`), byte order
-//! (`ntohs`, `ntohl`), `str(ptr, len)`, and `entry(EXPR)`, a value saved at entry.
+//! (`ntohs`, `ntohl`), `str(ptr, len)`, `entry(EXPR)`, a value saved at entry, and
+//! `under(PATH)` (in `check/cgroups.rs`).
 
 use super::program::*;
 use super::{Checked, Checker, Reported, STRING_CAP, Scope};
@@ -11,7 +12,9 @@ use crate::syntax::ast::{self, Span};
 pub const MAX_ENTRY_VALUES: usize = 8;
 
 /// Every function a script can call, for messages and completion.
-pub const CALLS: &[&str] = &["path", "str", "hex", "oct", "ntohs", "ntohl", "entry"];
+pub const CALLS: &[&str] = &[
+    "path", "str", "hex", "oct", "ntohs", "ntohl", "entry", "under",
+];
 
 impl Checker<'_> {
     /// `func(args)` if `func` is one of this file's functions.
@@ -24,7 +27,7 @@ impl Checker<'_> {
     ) -> Option<Checked<Expr>> {
         let name = func.name.as_str();
         let arity = match name {
-            "hex" | "oct" | "ntohs" | "ntohl" | "entry" => 1..=1,
+            "hex" | "oct" | "ntohs" | "ntohl" | "entry" | "under" => 1..=1,
             "str" => 1..=2,
             _ => return None,
         };
@@ -48,6 +51,7 @@ impl Checker<'_> {
             "ntohs" => self.swap(scope, &args[0], 16),
             "ntohl" => self.swap(scope, &args[0], 32),
             "str" => self.read_str(scope, &args[0], args.get(1)),
+            "under" => self.under(&args[0]),
             _ => self.entry(scope, &args[0]),
         })
     }

@@ -14,6 +14,7 @@ impl Checker<'_> {
         match c.ty {
             Ty::Bool | Ty::Int(_) | Ty::Ptr { .. } => Ok(c),
             Ty::Stack(k) => Err(self.stack_operand(k, e.span.clone())),
+            Ty::CgroupName(v) => Err(self.cgroup_name_operand(v, e.span.clone())),
             Ty::Formatted { radix, .. } => Err(self.formatted_operand(radix, e.span.clone())),
             ref t => Err(self.error(e.span.clone(), DiagKind::NotCondition { ty: t.describe() })),
         }

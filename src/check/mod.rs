@@ -9,6 +9,7 @@
 mod actions;
 mod agg_names;
 mod calls;
+mod cgroups;
 mod expr;
 mod functions;
 mod lhist;

@@ -4,6 +4,7 @@
 use super::program::*;
 use super::{COMM_CAP, Checked, Checker, STRING_CAP, Scope, quote_list};
 use crate::btf::{KType, TypeId};
+use crate::cgroups::CgroupView;
 use crate::diag::{DiagKind, Diagnostic, closest};
 use crate::syntax::ast::Span;
 
@@ -21,6 +22,10 @@ pub(super) const BUILTINS: &[(&str, Builtin)] = &[
     ("func", Builtin::Func),
     ("kstack", Builtin::Kstack),
     ("ustack", Builtin::Ustack),
+    ("cgroup_path", Builtin::CgroupName(CgroupView::Path)),
+    ("unit", Builtin::CgroupName(CgroupView::Unit)),
+    ("container", Builtin::CgroupName(CgroupView::Container)),
+    ("pod", Builtin::CgroupName(CgroupView::Pod)),
 ];
 
 /// Names a user may write besides parameters, for hints and completion.
@@ -91,6 +96,7 @@ impl Checker<'_> {
                     self.uses_ustack = true;
                     Ty::Stack(StackKind::User)
                 }
+                Builtin::CgroupName(v) => Ty::CgroupName(*v),
                 Builtin::Cgroup | Builtin::Ts => Ty::Int(Scalar {
                     size: 8,
                     signed: false,

@@ -21,6 +21,9 @@ impl Checker<'_> {
         if let Ty::Formatted { radix, .. } = e.ty {
             return Err(self.formatted_operand(radix, inner.span.clone()));
         }
+        if let Ty::CgroupName(v) = e.ty {
+            return Err(self.cgroup_name_operand(v, inner.span.clone()));
+        }
         match (op, &e.ty) {
             (UnOp::Neg, Ty::Int(_)) => Ok(match e.kind {
                 // As C computes it on 64 bits: minus a constant above i64's range is
@@ -99,7 +102,11 @@ impl Checker<'_> {
             if let Ty::Formatted { radix, .. } = side.ty {
                 return Err(self.formatted_operand(radix, span.clone()));
             }
+            if let Ty::CgroupName(v) = side.ty {
+                return Err(self.cgroup_name_operand(v, span.clone()));
+            }
         }
+        let (l, r) = self.cgroup_path_operands(op, l, r, lhs, rhs)?;
         let mismatch = |l: &Expr, r: &Expr| DiagKind::Mismatch {
             op: op.symbol(),
             lhs: l.ty.describe(),

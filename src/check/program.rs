@@ -133,6 +133,9 @@ pub enum Ty {
     },
     /// A call stack: only emitted or used as a key.
     Stack(StackKind),
+    /// A cgroup id shown as a name (`cgroup_path`, `unit`, ...); only emitted or used as a
+    /// key.
+    CgroupName(crate::cgroups::CgroupView),
     /// `hex(x)`, `oct(x)`: an integer shown in that base; only emitted or used as a key.
     Formatted {
         scalar: Scalar,
@@ -197,6 +200,7 @@ impl Ty {
             Ty::Stack(StackKind::Kernel) => "a kernel stack (`kstack`)".into(),
             Ty::Stack(StackKind::User) => "a user stack (`ustack`)".into(),
             Ty::Formatted { radix, .. } => format!("a formatted integer (`{}()`)", radix.name()),
+            Ty::CgroupName(v) => format!("a cgroup name (`{}`)", v.name()),
         }
     }
 }
@@ -214,6 +218,11 @@ pub enum ExprKind {
     Bool(bool),
     Str(Vec<u8>),
     Builtin(Builtin),
+    /// `under("PATH")`: the task's cgroup is the one of this id, at this depth, or below.
+    UnderCgroup {
+        id: u64,
+        level: u32,
+    },
     /// The parameter at this position.
     Param(usize),
     Ret,
@@ -286,6 +295,8 @@ pub enum Builtin {
     Func,
     Kstack,
     Ustack,
+    /// `cgroup_path`, `unit`, `container`, `pod`: the cgroup id, named in user space.
+    CgroupName(crate::cgroups::CgroupView),
 }
 
 impl Expr {
@@ -360,6 +371,8 @@ pub enum FieldKind {
     Stack(StackKind),
     /// `hex(x)`, `oct(x)`: an integer of this size, shown in that base.
     Formatted(Scalar, Radix),
+    /// A `u64` cgroup id, shown as `cgroups::name` says.
+    CgroupName(crate::cgroups::CgroupView),
 }
 
 impl FieldKind {
@@ -367,7 +380,10 @@ impl FieldKind {
         match self {
             FieldKind::Int(s) | FieldKind::Formatted(s, _) => u32::from(s.size),
             FieldKind::Bool => 1,
-            FieldKind::Duration | FieldKind::Ptr | FieldKind::Stack(_) => 8,
+            FieldKind::Duration
+            | FieldKind::Ptr
+            | FieldKind::Stack(_)
+            | FieldKind::CgroupName(_) => 8,
             FieldKind::Str { cap } => cap,
         }
     }

@@ -229,15 +229,26 @@ pub enum Setting {
     TargetTgid,
     /// `-c`: the cgroup v2 id whose tasks are traced; 0 traces every cgroup.
     TargetCgroup,
+    /// `--cgroup PATH`: PATH's depth below the root (its ancestor level).
+    UnderLevel,
+    /// `--cgroup PATH`: PATH's cgroup id; tasks in it or below it are traced; 0: off.
+    UnderCgroup,
 }
 
 impl Setting {
-    pub const ALL: [Setting; 2] = [Setting::TargetTgid, Setting::TargetCgroup];
+    pub const ALL: [Setting; 4] = [
+        Setting::TargetTgid,
+        Setting::TargetCgroup,
+        Setting::UnderLevel,
+        Setting::UnderCgroup,
+    ];
 
     pub fn field(self) -> &'static str {
         match self {
             Setting::TargetTgid => "target_tgid",
             Setting::TargetCgroup => "target_cgroup",
+            Setting::UnderLevel => "under_level",
+            Setting::UnderCgroup => "under_cgroup",
         }
     }
 
@@ -246,14 +257,16 @@ impl Setting {
         match self {
             Setting::TargetTgid => "-p: the one process traced; 0 traces every process",
             Setting::TargetCgroup => "-c: the cgroup v2 id traced; 0 traces every cgroup",
+            Setting::UnderLevel => "--cgroup: the depth of its cgroup below the root",
+            Setting::UnderCgroup => "--cgroup: the cgroup id traced, with all below it; 0: off",
         }
     }
 
     /// Every setting is an unsigned integer of this many bytes.
     pub fn size(self) -> usize {
         match self {
-            Setting::TargetTgid => 4,
-            Setting::TargetCgroup => 8,
+            Setting::TargetTgid | Setting::UnderLevel => 4,
+            Setting::TargetCgroup | Setting::UnderCgroup => 8,
         }
     }
 

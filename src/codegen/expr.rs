@@ -198,7 +198,7 @@ impl<'p> Phase<'p> {
             Builtin::Uid => format!("(__u32){}", self.uid_gid()),
             Builtin::Gid => format!("(__u32)({} >> 32)", self.uid_gid()),
             Builtin::Cpu => "bpf_get_smp_processor_id()".into(),
-            Builtin::Cgroup => "bpf_get_current_cgroup_id()".into(),
+            Builtin::Cgroup | Builtin::CgroupName(_) => "bpf_get_current_cgroup_id()".into(),
             Builtin::Ts => self.start(),
             Builtin::Latency => {
                 let now = self.declare("fslat_now", || {
@@ -285,6 +285,11 @@ impl<'p> Phase<'p> {
                 format!("(({ty})fslat_ev[{i}])")
             }
             ExprKind::Builtin(b) => self.builtin(*b),
+            // The ancestor at the path's depth is the path's cgroup: the task is in it or
+            // below it (0 when the task sits higher).
+            ExprKind::UnderCgroup { id, level } => {
+                format!("(fslat_ancestor_cgroup_id({level}) == {id}ULL)")
+            }
             ExprKind::Param(i) => self.param(*i),
             ExprKind::Ret => self.ret_value(),
             ExprKind::Read {

@@ -92,6 +92,8 @@ struct ProgramData {
     atomics: bool,
     /// fentry mode's call stacks in task storage (5.11+), else in a hash map.
     task_storage: bool,
+    /// Linux 5.17+; before it, the cgroup ancestor of `under()` is read with CO-RE.
+    bpf_loop: bool,
     /// The `bpf-runtime/` headers the program's aggregations need beyond fslat.bpf.h.
     agg_headers: Vec<&'static str>,
     /// The aggregation value structs the runtime reads, checked field by field.
@@ -355,6 +357,7 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
         atomics: program.features.atomics,
         task_storage: program.features.task_storage,
+        bpf_loop: program.features.bpf_loop,
         agg_headers: unique(aggregations().filter_map(|a| a.func.header())),
         agg_structs: unique(aggregations().flat_map(|a| a.func.c_structs().iter().copied())),
         entry_values: program
@@ -453,7 +456,7 @@ fn field_decl(kind: FieldKind, member: &str) -> String {
         }
         FieldKind::Bool => format!("__u8 {member}"),
         FieldKind::Duration | FieldKind::Ptr => format!("__u64 {member}"),
-        FieldKind::Stack(_) => format!("__u64 {member}"),
+        FieldKind::Stack(_) | FieldKind::CgroupName(_) => format!("__u64 {member}"),
         FieldKind::Str { cap } => format!("char {member}[{cap}]"),
     }
 }

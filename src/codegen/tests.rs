@@ -102,3 +102,17 @@ fn a_several_function_session_is_one_multi_attach_program_that_compiles() {
         panic!("{e}\n{c}");
     }
 }
+
+#[test]
+fn a_cgroup_name_key_is_the_cgroup_id_in_the_kernel() {
+    // `by unit` is named in user space: its C is `by cgroup`'s but for the title comment.
+    let code = |key: &str| {
+        c_of(
+            &format!("session vfs_read {{ count() by {key} }}"),
+            Mode::Fsession,
+        )
+        .replace(&format!("// count() by {key}"), "")
+    };
+    assert_eq!(code("unit"), code("cgroup"));
+    assert_eq!(code("pod"), code("cgroup"));
+}

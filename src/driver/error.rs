@@ -22,6 +22,8 @@ pub enum Error {
         "`{0}` is a subcommand and must come first, with its own options after it (`fslat {0} --help`); a script file named {0} runs as `fslat ./{0}`"
     )]
     MisplacedSubcommand(String),
+    #[error("cannot list the cgroups: {0}")]
+    Cgroups(String),
     #[error(
         "no program given: run `fslat -e 'session vfs_read where latency > 10ms'`, or name a script file (see --help)"
     )]

@@ -309,6 +309,21 @@ pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
     list_functions(&kernel, &functions, glob, opts.verbose, &mut out)
 }
 
+/// `fslat --cgroups` and the REPL's `:cgroups`: path, unit, container and pod, tab-separated (`-` for none).
+pub fn list_cgroups() -> Result<(), Error> {
+    let rows = crate::cgroups::named().map_err(|e| Error::Cgroups(e.to_string()))?;
+    let mut out = String::new();
+    for (path, names) in rows {
+        out.push_str(&path);
+        for n in names {
+            out.push('\t');
+            out.push_str(if n.is_empty() { "-" } else { &n });
+        }
+        out.push('\n');
+    }
+    write_output(None, out.as_bytes())
+}
+
 /// `-l` and the REPL's `:list` over kernel types already read.
 pub fn list_functions(
     kernel: &dyn KernelTypes,

@@ -13,6 +13,8 @@ pub struct Options {
     pub pid: Option<u32>,
     /// Start this command, trace it and what it starts, and stop when it exits.
     pub cmd: Option<String>,
+    /// `--cgroup PATH`: trace only tasks in this cgroup or below it.
+    pub cgroup: Option<crate::cgroups::Cgroup>,
     pub duration: Option<Duration>,
     pub interval: Option<Duration>,
     pub format: Format,

@@ -90,6 +90,7 @@ pub fn run_object(
         mode,
         target_tgid,
         target_cgroup: cgroup.as_ref().map_or(0, CommandCgroup::id),
+        under_cgroup: opts.cgroup,
         duration: opts.duration,
         interval: opts.interval,
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),

@@ -76,7 +76,7 @@ impl CommandCgroup {
     /// A new cgroup beside fslat's own (below it), with process `pid` moved into it; or
     /// why there cannot be one.
     pub fn for_child(pid: u32) -> Result<CommandCgroup, String> {
-        let mount = cgroup2_mount().ok_or(
+        let mount = crate::cgroups::mount().ok_or(
             "cgroup v2 is not mounted (no cgroup2 in /proc/self/mountinfo; `mount -t cgroup2 none /sys/fs/cgroup` mounts it)",
         )?;
         let own = own_cgroup().unwrap_or_default();
@@ -134,44 +134,6 @@ impl Drop for CommandCgroup {
     }
 }
 
-/// Where the cgroup v2 hierarchy is mounted: `/proc/self/mountinfo`'s fields are `ID
-/// PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPER_OPTIONS`.
-fn cgroup2_mount() -> Option<PathBuf> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    info.lines().find_map(|line| {
-        let (before, after) = line.split_once(" - ")?;
-        (after.split_whitespace().next() == Some("cgroup2"))
-            .then(|| before.split_whitespace().nth(4).map(unescape_mount))
-            .flatten()
-    })
-}
-
-/// mountinfo writes a space, tab, newline or backslash in a path as `\NNN` (octal).
-fn unescape_mount(path: &str) -> PathBuf {
-    let mut out = Vec::new();
-    let bytes = path.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .and_then(|d| std::str::from_utf8(d).ok())
-            .and_then(|d| u8::from_str_radix(d, 8).ok());
-        match (bytes[i], octal) {
-            (b'\\', Some(b)) => {
-                out.push(b);
-                i += 4;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    PathBuf::from(std::ffi::OsString::from(
-        String::from_utf8_lossy(&out).into_owned(),
-    ))
-}
-
 /// fslat's own cgroup v2 path (`0::/PATH` in /proc/self/cgroup).
 fn own_cgroup() -> Option<String> {
     let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
@@ -183,16 +145,6 @@ fn own_cgroup() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mount_paths_are_unescaped() {
-        assert_eq!(
-            unescape_mount("/sys/fs/cgroup"),
-            PathBuf::from("/sys/fs/cgroup")
-        );
-        assert_eq!(unescape_mount("/a\\040b"), PathBuf::from("/a b"));
-        assert_eq!(unescape_mount("/a\\"), PathBuf::from("/a\\"));
-    }
 
     #[test]
     fn this_process_is_a_process_and_a_missing_one_is_named() {

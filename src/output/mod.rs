@@ -243,6 +243,10 @@ pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value<'_> {
         FieldKind::Formatted(_, radix) => Value::Formatted(unsigned(), radix),
         // The raw id: `event_value` or `StackTable::stack` turn it into the stack.
         FieldKind::Stack(_) => Value::Unsigned(unsigned()),
+        // Named here, at first sight: the cgroup may be gone by the print.
+        FieldKind::CgroupName(view) => Value::Str(Cow::Owned(
+            crate::cgroups::name(view, unsigned()).into_bytes(),
+        )),
         FieldKind::Str { .. } => {
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
             Value::Str(Cow::Borrowed(&bytes[..end]))

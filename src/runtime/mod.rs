@@ -12,7 +12,7 @@ mod user;
 pub use errors::RuntimeError;
 
 use crate::aggregate::MetricKind;
-use crate::check::program::{Aggregation, Program};
+use crate::check::program::{Aggregation, FieldKind, Program};
 use crate::check::resources::{self, Counter, Mode, ProgRole, Setting};
 use crate::metrics;
 use crate::output::interval::IntervalStamp;
@@ -33,6 +33,8 @@ pub struct Settings {
     pub target_tgid: u32,
     /// A cgroup v2 id: trace only its tasks (`-c`); 0: any cgroup.
     pub target_cgroup: u64,
+    /// `--cgroup PATH`: trace only tasks in PATH or below it.
+    pub under_cgroup: Option<crate::cgroups::Cgroup>,
     pub duration: Option<Duration>,
     /// `-i`: print every aggregation's last interval this often.
     pub interval: Option<Duration>,
@@ -45,6 +47,10 @@ pub struct Settings {
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 256 * 1024;
+
+/// How often the cgroups of `by unit` (and the other cgroup-name keys) are looked up
+/// while tracing, so that one removed before the print is still named.
+const CGROUP_LOOK_EVERY: Duration = Duration::from_millis(200);
 
 /// What a finished run found, for callers that check it (tests, the REPL).
 #[derive(Debug, Clone, Default)]
@@ -230,6 +236,16 @@ pub fn run(
     let mut snapshots = snapshot::Snapshots::default();
     let mut intervals = 0;
     let mut next_print = settings.interval.map(|i| start + i);
+    let names_cgroups = snapshot::aggregations(program).any(|(_, a)| {
+        a.keys
+            .iter()
+            .any(|k| matches!(k.kind, FieldKind::CgroupName(_)))
+    });
+    if names_cgroups {
+        // The cgroups there at the start are named whatever becomes of them.
+        snapshot::remember_cgroups(&obj, program);
+    }
+    let mut cgroups_seen = Instant::now();
     while keep_going() {
         let mut wait = Duration::from_millis(100);
         if let Some(end) = deadline {
@@ -262,6 +278,10 @@ pub fn run(
                 let _ = r.poll(wait);
             }
             None => std::thread::sleep(wait),
+        }
+        if names_cgroups && cgroups_seen.elapsed() >= CGROUP_LOOK_EVERY {
+            snapshot::remember_cgroups(&obj, program);
+            cgroups_seen = Instant::now();
         }
         // Output is block-buffered; flushing once per poll keeps it live.
         let mut st = state.borrow_mut();
@@ -469,6 +489,12 @@ fn write_settings(data: &mut [u8], settings: &Settings) {
         let value = match s {
             Setting::TargetTgid => settings.target_tgid.to_ne_bytes().to_vec(),
             Setting::TargetCgroup => settings.target_cgroup.to_ne_bytes().to_vec(),
+            Setting::UnderLevel => (settings.under_cgroup.map_or(0, |c| c.level))
+                .to_ne_bytes()
+                .to_vec(),
+            Setting::UnderCgroup => (settings.under_cgroup.map_or(0, |c| c.id))
+                .to_ne_bytes()
+                .to_vec(),
         };
         let at = s.offset();
         if let Some(field) = data.get_mut(at..at + value.len()) {
@@ -528,21 +554,29 @@ mod tests {
             mode: Mode::Fsession,
             target_tgid: 0x1122_3344,
             target_cgroup: 0x5566_7788_99aa_bbcc,
+            under_cgroup: Some(crate::cgroups::Cgroup {
+                id: 0x0102_0304_0506_0708,
+                level: 3,
+            }),
             duration: None,
             interval: None,
             ring_size: DEFAULT_RING_SIZE,
             verbose: false,
             metrics: None,
         };
-        // `struct fslat_settings { __u32 target_tgid; __u64 target_cgroup; }`: the
-        // cgroup is 8-aligned, after 4 bytes of padding.
-        assert_eq!(Setting::struct_size(), 16);
-        let mut data = vec![0xffu8; 16];
+        // `struct fslat_settings { __u32 target_tgid; __u64 target_cgroup; __u32
+        // under_level; __u64 under_cgroup; }`: each u64 is 8-aligned, after 4 bytes of
+        // padding.
+        assert_eq!(Setting::struct_size(), 32);
+        let mut data = vec![0xffu8; 32];
         write_settings(&mut data, &settings);
         let mut expected = Vec::new();
         expected.extend(0x1122_3344u32.to_ne_bytes());
         expected.extend([0xff; 4]);
         expected.extend(0x5566_7788_99aa_bbccu64.to_ne_bytes());
+        expected.extend(3u32.to_ne_bytes());
+        expected.extend([0xff; 4]);
+        expected.extend(0x0102_0304_0506_0708u64.to_ne_bytes());
         assert_eq!(data, expected);
     }
 }

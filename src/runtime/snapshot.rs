@@ -78,11 +78,11 @@ impl AggSnapshot {
         stacks: Option<&StackTable>,
     ) -> AggResult {
         let mut rows: Vec<AggRow> = self
-            .rows
-            .iter()
-            .map(|(key, raw)| AggRow {
-                keys: key_values(a, key, stacks),
-                value: a.func.show(raw),
+            .named_rows(a, stacks)
+            .into_iter()
+            .map(|(keys, raw)| AggRow {
+                keys,
+                value: a.func.show(&raw),
             })
             .collect();
         // Biggest last; keys break ties so output is stable.
@@ -113,13 +113,39 @@ impl AggSnapshot {
         a: &Aggregation,
         stacks: Option<&StackTable>,
     ) -> Vec<metrics::AggPoint> {
-        self.rows
-            .iter()
-            .map(|(key, raw)| metrics::AggPoint {
-                keys: key_values(a, key, stacks),
-                value: a.func.point(raw),
+        self.named_rows(a, stacks)
+            .into_iter()
+            .map(|(keys, raw)| metrics::AggPoint {
+                keys,
+                value: a.func.point(&raw),
             })
             .collect()
+    }
+
+    /// The rows by their keys' values. Keys are unique in the map, but cgroup ids are not
+    /// names: the rows of cgroups whose names are the same (two with no pod) are merged.
+    fn named_rows(
+        &self,
+        a: &Aggregation,
+        stacks: Option<&StackTable>,
+    ) -> Vec<(Vec<Value<'static>>, State)> {
+        let by_name = a
+            .keys
+            .iter()
+            .any(|k| matches!(k.kind, FieldKind::CgroupName(_)));
+        let mut rows: Vec<(Vec<Value<'static>>, State)> = Vec::with_capacity(self.rows.len());
+        for (key, raw) in &self.rows {
+            let keys = key_values(a, key, stacks);
+            let same = match by_name {
+                true => rows.iter_mut().find(|(k, _)| *k == keys),
+                false => None,
+            };
+            match same {
+                Some((_, state)) => state.merge(raw),
+                None => rows.push((keys, raw.clone())),
+            }
+        }
+        rows
     }
 }
 
@@ -236,4 +262,97 @@ pub fn key_values(a: &Aggregation, key: &[u8], stacks: Option<&StackTable>) -> V
             }
         })
         .collect()
+}
+
+/// Learns the paths of the cgroups in `program`'s cgroup-name keys (`by unit`, ...) now,
+/// while they exist: a cgroup counted and then removed before the print keeps its name.
+/// Reads only the keys, and walks the hierarchy only for an id not seen before.
+pub fn remember_cgroups(obj: &libbpf_rs::Object, program: &Program) {
+    for (_, a) in aggregations(program) {
+        let offsets: Vec<usize> = a
+            .keys
+            .iter()
+            .filter(|k| matches!(k.kind, FieldKind::CgroupName(_)))
+            .map(|k| k.offset as usize)
+            .collect();
+        if offsets.is_empty() {
+            continue;
+        }
+        let Some(map) = obj.maps().find(|m| m.name().to_string_lossy() == a.map()) else {
+            continue;
+        };
+        let ids: Vec<u64> = map
+            .keys()
+            .flat_map(|key| {
+                offsets
+                    .iter()
+                    .filter_map(|&at| key.get(at..at + 8)?.try_into().ok())
+                    .map(u64::from_ne_bytes)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        crate::cgroups::remember(&ids);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aggregate::values::Stat;
+    use crate::btf::Fixture;
+    use crate::check::resources::Mode;
+
+    fn aggregation(script: &str) -> Aggregation {
+        let (mut p, _) = crate::compile(script, &Fixture::new(), Mode::Fsession).expect("compiles");
+        p.sessions.remove(0).aggregations.remove(0)
+    }
+
+    fn count(n: u64) -> State {
+        State::Stat(Stat {
+            count: n,
+            sum: 0,
+            min: 0,
+            max: 0,
+        })
+    }
+
+    // No cgroup has these ids (they are above any inode number the hierarchy hands out).
+    const GONE: [u64; 2] = [u64::MAX, u64::MAX - 1];
+
+    fn gone_cgroups_counted(a: u64, b: u64) -> AggSnapshot {
+        let mut snap = AggSnapshot::default();
+        snap.rows.insert(GONE[0].to_ne_bytes().to_vec(), count(a));
+        snap.rows.insert(GONE[1].to_ne_bytes().to_vec(), count(b));
+        snap
+    }
+
+    #[test]
+    fn rows_of_cgroups_showing_one_name_are_one_row_and_one_series() {
+        let a = aggregation("session vfs_read { count() by unit as reads }");
+        let snap = gone_cgroups_counted(3, 5);
+        let points = snap.metric_points(&a, None);
+        assert_eq!(points.len(), 1);
+        assert_eq!(points[0].value, metrics::PointValue::Number(8));
+        assert_eq!(metrics::label_value(&points[0].keys[0]), "");
+        let rows = snap.result(&a, "vfs_read", None, None).rows;
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].value, crate::output::AggValue::Number(8));
+    }
+
+    #[test]
+    fn a_cgroup_never_seen_is_shown_by_its_id_and_keys_without_names_never_merge() {
+        let a = aggregation("session vfs_read { count() by cgroup_path }");
+        let snap = gone_cgroups_counted(3, 5);
+        let labels: Vec<String> = snap
+            .metric_points(&a, None)
+            .iter()
+            .map(|p| metrics::label_value(&p.keys[0]))
+            .collect();
+        assert_eq!(
+            labels,
+            [format!("cgroup:{}", GONE[1]), format!("cgroup:{}", GONE[0])]
+        );
+        let by_id = aggregation("session vfs_read { count() by cgroup }");
+        assert_eq!(snap.metric_points(&by_id, None).len(), 2);
+    }
 }

@@ -285,6 +285,49 @@ def writes(items):
     os.close(fd)
 
 
+CGROUP_ROOT = "/sys/fs/cgroup"
+
+
+def move_to_cgroup(path):
+    """Moves this process into the cgroup v2 at PATH (below the mount)."""
+    fd = os.open(CGROUP_ROOT + path + "/cgroup.procs", os.O_WRONLY)
+    try:
+        os.write(fd, str(os.getpid()).encode())
+    finally:
+        os.close(fd)
+
+
+def cgroup_reads(home, spec, late):
+    """spec: PATH:N items, each N one-byte preads made from within cgroup PATH (created
+    before the pid is printed); late: the same, for cgroups created after the go file and,
+    once their reads are done and half a second has passed, removed. Between them the
+    process is back in its own cgroup, HOME."""
+    with tempfile.TemporaryFile(dir="/tmp") as f:
+        f.write(b"x" * 64)
+        f.flush()
+        fd = f.fileno()
+        def reads_in(path, n):
+            move_to_cgroup(path)
+            for i in range(n):
+                os.pread(fd, 1, i % 64)
+            move_to_cgroup(home)
+        for path, n in spec:
+            reads_in(path, n)
+        for path, n in late:
+            os.makedirs(CGROUP_ROOT + path)
+            reads_in(path, n)
+            time.sleep(0.5)
+            os.rmdir(CGROUP_ROOT + path)
+
+
+def cgroup_spec(items):
+    out = []
+    for item in items:
+        path, n = item.rsplit(":", 1)
+        out.append((path, int(n)))
+    return out
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--go", help="start once this file exists")
@@ -336,11 +379,22 @@ def main():
                    help="then read stdin to its end, 64 KiB a read (a pipeline's reader)")
     s = sub.add_parser("writes", help="one write per item to an empty file: N bytes, or the text")
     s.add_argument("items", nargs="+")
+    s = sub.add_parser("cgroup-reads",
+                       help="N one-byte preads from within each cgroup v2 PATH: PATH:N ...")
+    s.add_argument("items", nargs="*")
+    s.add_argument("--late", action="append", default=[],
+                   help="PATH:N: a cgroup made after the go file, removed after its reads")
     s = sub.add_parser("sleep", help="just wait, reading nothing")
     s.add_argument("seconds", type=float)
     a = p.parse_args()
 
     ustack_exe = build_ustack_program() if a.what == "ustack-c" else None
+    if a.what == "cgroup-reads":
+        # Read now: after the go file the workload reads only in the cgroups it names.
+        with open("/proc/self/cgroup") as f:
+            home = f.read().split("::", 1)[1].strip()
+        for path, _ in cgroup_spec(a.items):
+            os.makedirs(CGROUP_ROOT + path, exist_ok=True)
     print(os.getpid(), flush=True)
     if a.what == "exec-now":
         # The program runs (and can be found by pid) before fslat starts; it waits for
@@ -410,6 +464,8 @@ def main():
             pass
     elif a.what == "writes":
         writes(a.items)
+    elif a.what == "cgroup-reads":
+        cgroup_reads(home, cgroup_spec(a.items), cgroup_spec(a.late))
     elif a.what == "sleep":
         time.sleep(a.seconds)
 
