@@ -82,11 +82,11 @@ echo
 echo "### Time to attach to many functions of one file"
 echo
 echo "From start to fslat's \`Tracing\` line, guest ms under -icount, with the object already"
-echo "in fslat's cache (a second run); benches/c's 1000 functions \`f000\`..\`f999\` (static, -O2)."
+echo "in fslat's cache (a second run); benches/user's 1000 functions \`uf000\`..\`uf999\` (static, -O2)."
 echo
 echo "| functions | uprobe-session | uprobe (uprobe_multi pair) |"
 echo "|---|---|---|"
-for spec in "1 f000" "100 f0??" "1000 f???"; do
+for spec in "1 uf000" "100 uf0??" "1000 uf???"; do
     set -- $spec
     cells=""
     for mode in uprobe-session uprobe; do

@@ -101,6 +101,60 @@ fn list_glob_matching_nothing_fails() {
     );
 }
 
+/// tests/kernel/user's program built with DWARF (and a stripped copy) in a new directory.
+fn user_programs() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let built = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernel/user/build"))
+        .arg(dir.path())
+        .status()
+        .expect("tests/kernel/user/build runs (it needs gcc)");
+    assert!(built.success());
+    let stripped = dir.path().join("ufunc-stripped");
+    std::fs::copy(dir.path().join("ufunc"), &stripped).unwrap();
+    let strip = Command::new("strip").arg("--strip-all").arg(&stripped).status();
+    assert!(strip.is_ok_and(|s| s.success()), "strip (binutils) runs");
+    dir
+}
+
+#[test]
+fn list_user_functions_of_a_file_with_their_dwarf_signatures() {
+    let dir = user_programs();
+    let exe = dir.path().join("ufunc");
+    let out = fslat(&["-l", &format!("{}:*e*", exe.display())]);
+    assert!(out.status.success(), "{out:?}");
+    let lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
+    for f in ["greet", "middle", "outer", "leaf"] {
+        assert!(lines.iter().any(|l| l == f), "{f} in {lines:?}");
+    }
+    let out = fslat(&["-lv", &format!("{}:norm", exe.display())]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("long int norm(struct point *p)  // offset 0x"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn user_sessions_on_a_stripped_file_or_a_missing_function_say_why() {
+    let dir = user_programs();
+    let stripped = dir.path().join("ufunc-stripped");
+    let out = fslat(&["-e", &format!("session {}:nap", stripped.display())]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("has no symbol table (it is stripped)"), "{stderr}");
+    let exe = dir.path().join("ufunc");
+    let out = fslat(&["-e", &format!("session {}:nape {{ count() }}", exe.display())]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("has no function `nape` in its symbol tables"), "{stderr}");
+    assert!(stderr.contains("did you mean `nap`"), "{stderr}");
+    // Debian's libc has no DWARF: its parameters are the registers.
+    let out = fslat(&["-e", "session libc:malloc { emit size }"]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("unknown name `size`"), "{stderr}");
+    assert!(stderr.contains("`malloc` has no DWARF"), "{stderr}");
+}
+
 /// A function the compiler also copied (`NAME.isra.0` in /proc/kallsyms) is marked on its
 /// signature line: a session on it does not see calls through the copy. The function is
 /// found in this host's own symbol table.
