@@ -166,6 +166,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
     pub listen: Option<std::net::SocketAddr>,
 
+    /// TLS, client certificates and basic authentication for --listen, from a file in
+    /// Prometheus exporter-toolkit's web-config.yml format (docs/metrics.md)
+    #[arg(long, value_name = "FILE", requires = "listen", value_parser = parse_web_config)]
+    pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,
+
     /// Push the same metrics with OTLP over HTTP (protobuf) to URL every -i DUR (10 s
     /// without -i) and at the end (http://HOST:PORT[/PATH]; no path means /v1/metrics)
     #[arg(long, value_name = "URL", value_parser = parse_otlp)]
@@ -184,6 +189,13 @@ fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     s.parse().map_err(|_| {
         format!("`{s}` is not ADDR:PORT (an IP address and a port: 127.0.0.1:9435, [::1]:9435, 0.0.0.0:9435)")
     })
+}
+
+fn parse_web_config(s: &str) -> Result<std::sync::Arc<crate::metrics::WebConfig>, String> {
+    if s.is_empty() {
+        return Err("the value is empty".into());
+    }
+    crate::metrics::WebConfig::load(std::path::Path::new(s)).map(std::sync::Arc::new)
 }
 
 fn parse_otlp(s: &str) -> Result<Box<crate::metrics::OtlpTarget>, String> {
@@ -292,6 +304,7 @@ impl RunArgs {
             buffer_size: self.buffer_size,
             no_cache: self.no_cache,
             listen: self.listen,
+            web_config: self.web_config.clone(),
             otlp: self.otlp.clone(),
             max_functions: self.max_functions,
             script_args: Vec::new(),

@@ -775,6 +775,46 @@ fn bad_listen_and_otlp_values_name_the_option() {
     }
 }
 
+/// A web configuration is read and checked while the arguments are, before anything
+/// else: its errors end the run with the file, the problem, and exit status 2.
+#[test]
+fn a_bad_web_config_ends_the_run_before_anything_is_loaded() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let bad = dir.path().join("web.yml");
+    std::fs::write(&bad, "basic_auth_users:\n  alice: hunter2\n").expect("write");
+    let bad = bad.to_str().expect("utf-8 path");
+    let empty = dir.path().join("empty.yml");
+    std::fs::write(&empty, "").expect("write");
+    let empty = empty.to_str().expect("utf-8 path");
+    let missing = dir.path().join("absent.yml");
+    let missing = missing.to_str().expect("utf-8 path");
+    for (args, says) in [
+        (
+            vec!["--listen", "127.0.0.1:0", "--web-config", bad],
+            "the password of \"alice\" is not a bcrypt hash",
+        ),
+        (
+            vec!["--listen", "127.0.0.1:0", "--web-config", missing],
+            "cannot read it",
+        ),
+        (
+            vec!["--web-config", empty],
+            "the following required arguments were not provided",
+        ),
+    ] {
+        let mut all = vec!["-e", "session vfs_read"];
+        all.extend(&args);
+        let out = fslat(&all);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--web-config") && err.contains(says),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("Tracing"), "{err}");
+    }
+}
+
 /// The port is bound before anything is loaded: in use, the run ends with the reason and
 /// never starts tracing.
 #[test]

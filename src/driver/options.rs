@@ -28,6 +28,7 @@ pub struct Options {
     pub buffer_size: Option<u32>,
     pub no_cache: bool,
     pub listen: Option<std::net::SocketAddr>,
+    pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,
     pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
     pub max_functions: usize,
     /// The script's arguments, `$1` first.

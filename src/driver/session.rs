@@ -40,8 +40,12 @@ pub fn run_object(
     let board = (opts.listen.is_some() || opts.otlp.is_some()).then(crate::metrics::Board::new);
     let _server = match (opts.listen, &board) {
         (Some(addr), Some(board)) => Some(
-            crate::metrics::Server::start(addr, std::sync::Arc::clone(board))
-                .map_err(|source| Error::Listen { addr, source })?,
+            crate::metrics::Server::start(
+                addr,
+                std::sync::Arc::clone(board),
+                opts.web_config.clone(),
+            )
+            .map_err(|source| Error::Listen { addr, source })?,
         ),
         _ => None,
     };
