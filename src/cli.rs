@@ -167,14 +167,24 @@ pub struct RunArgs {
     pub listen: Option<std::net::SocketAddr>,
 
     /// TLS, client certificates and basic authentication for --listen, from a file in
-    /// Prometheus exporter-toolkit's web-config.yml format (docs/metrics.md)
+    /// Prometheus exporter-toolkit's web-config.yml format
     #[arg(long, value_name = "FILE", requires = "listen", value_parser = parse_web_config)]
     pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,
 
     /// Push the same metrics with OTLP over HTTP (protobuf) to URL every -i DUR (10 s
-    /// without -i) and at the end (http://HOST:PORT[/PATH]; no path means /v1/metrics)
+    /// without -i) and at the end (http[s]://HOST:PORT[/PATH]; no path means /v1/metrics;
+    /// without --otlp, OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)
     #[arg(long, value_name = "URL", value_parser = parse_otlp)]
     pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
+
+    /// A header on every OTLP push (repeatable), e.g. an API key
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE", value_parser = crate::metrics::parse_header)]
+    pub otlp_headers: Vec<(String, String)>,
+
+    /// Verify an https OTLP receiver against the CA certificates in FILE (PEM) instead of
+    /// the system's
+    #[arg(long, value_name = "FILE", value_parser = non_empty_path)]
+    pub otlp_ca: Option<PathBuf>,
 
     /// Refuse a session whose names and globs match more than N functions
     #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MAX_FUNCTIONS,
@@ -305,7 +315,11 @@ impl RunArgs {
             no_cache: self.no_cache,
             listen: self.listen,
             web_config: self.web_config.clone(),
-            otlp: self.otlp.clone(),
+            otlp: Box::new(crate::metrics::OtlpOptions {
+                url: self.otlp.as_deref().cloned(),
+                headers: self.otlp_headers.clone(),
+                ca: self.otlp_ca.clone(),
+            }),
             max_functions: self.max_functions,
             script_args: Vec::new(),
         }

@@ -756,12 +756,13 @@ fn bad_listen_and_otlp_values_name_the_option() {
         (["--listen", "localhost:9435"], "--listen"),
         (["--listen", "127.0.0.1"], "is not ADDR:PORT"),
         (["--listen", ""], "the value is empty"),
-        (["--otlp", "127.0.0.1:4318"], "is not an http:// URL"),
         (
-            ["--otlp", "https://collector:4318"],
-            "https is not supported",
+            ["--otlp", "127.0.0.1:4318"],
+            "is not an http:// or https:// URL",
         ),
         (["--otlp", "http://collector:x"], "is not a port"),
+        (["--otlp-header", "api-key"], "is not NAME=VALUE"),
+        (["--otlp-header", "a b=c"], "is not a header name"),
     ] {
         let mut all = vec!["-e", "session vfs_read"];
         all.extend(args);
@@ -811,6 +812,45 @@ fn a_bad_web_config_ends_the_run_before_anything_is_loaded() {
             err.contains("--web-config") && err.contains(says),
             "{args:?}: {err}"
         );
+        assert!(!err.contains("Tracing"), "{err}");
+    }
+}
+
+/// OTLP settings from the options and the environment are checked before anything is
+/// loaded: a bad one ends the run with what is wrong and where it came from.
+#[test]
+fn bad_otlp_settings_end_the_run_before_tracing() {
+    for (args, env, says) in [
+        (
+            vec!["--otlp-header", "a=b"],
+            None,
+            "fslat: error: --otlp-header and --otlp-ca need --otlp URL (or OTEL_EXPORTER_OTLP_ENDPOINT)",
+        ),
+        (
+            vec![],
+            Some(("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")),
+            "fslat: error: OTEL_EXPORTER_OTLP_ENDPOINT: `collector:4318` is not an http:// or https:// URL",
+        ),
+        (
+            vec!["--otlp", "https://127.0.0.1:1", "--otlp-ca", "Cargo.toml"],
+            None,
+            "fslat: error: --otlp-ca: Cargo.toml: no PEM certificate in it",
+        ),
+    ] {
+        let mut command = Command::new(FSLAT);
+        command
+            .args(["-e", "session vfs_read"])
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+        if let Some((k, v)) = env {
+            command.env(k, v);
+        }
+        let out = command.output().expect("run fslat");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.starts_with(says), "{args:?}: {err}");
         assert!(!err.contains("Tracing"), "{err}");
     }
 }

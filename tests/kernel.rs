@@ -682,6 +682,8 @@ struct Case {
     check: Option<Vec<String>>,
     /// A command run before fslat starts (files fslat's arguments name).
     setup: Option<Vec<String>>,
+    /// Environment variables of fslat's process (`ENV NAME=VALUE`).
+    env: Vec<(String, String)>,
     /// fslat compiles with the guest's own clang, not on the host (`GUEST_CLANG`).
     guest_clang: bool,
     stop: Stop,
@@ -701,6 +703,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut stdin: Option<String> = None;
     let mut check: Option<Vec<String>> = None;
     let mut setup: Option<Vec<String>> = None;
+    let mut env = Vec::new();
     let mut guest_clang = false;
     let mut stop = None;
     let mut timeout = None;
@@ -798,6 +801,13 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 need("a checker and its arguments")?;
                 once(check.is_some())?;
                 check = Some(rest.split_whitespace().map(String::from).collect());
+            }
+            "ENV" => {
+                need("NAME=VALUE")?;
+                let Some((k, v)) = rest.split_once('=') else {
+                    return Err(err(format!("ENV {rest:?} is not NAME=VALUE")));
+                };
+                env.push((k.to_string(), v.to_string()));
             }
             "SETUP" => {
                 need("a command and its arguments")?;
@@ -909,6 +919,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
         stdin,
         check,
         setup,
+        env,
         guest_clang,
         stop: stop.unwrap_or(Stop::Int),
         timeout: timeout.unwrap_or(Duration::from_secs(60)),
@@ -1680,6 +1691,9 @@ fn run_case(case: &Case, dir: &Path) -> Run {
             && let Some(clang) = GUEST_CLANG.get()
         {
             fslat.env("FSLAT_CLANG", clang);
+        }
+        for (k, v) in &case.env {
+            fslat.env(k, subst(v));
         }
         fslat
             .args(&argv)

@@ -29,7 +29,8 @@ pub struct Options {
     pub no_cache: bool,
     pub listen: Option<std::net::SocketAddr>,
     pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,
-    pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
+    /// `--otlp` and its options; the environment can name an endpoint too.
+    pub otlp: Box<crate::metrics::OtlpOptions>,
     pub max_functions: usize,
     /// The script's arguments, `$1` first.
     pub script_args: Vec<String>,

@@ -10,7 +10,10 @@ mod prometheus;
 mod server;
 mod web_config;
 
-pub use otlp::{OtlpTarget, Pusher};
+pub use otlp::{
+    OtlpOptions, OtlpTarget, Pusher, Settings as OtlpSettings, parse_header,
+    settings as otlp_settings,
+};
 pub use prometheus::encode;
 pub use server::{Head, Server, read_head};
 pub use web_config::WebConfig;
@@ -293,6 +296,8 @@ pub fn row_labels(a: &AggSeries, row: &AggPoint) -> Vec<(String, String)> {
         .collect()
 }
 
+#[cfg(test)]
+mod otlp_tests;
 #[cfg(test)]
 mod server_tests;
 #[cfg(test)]

@@ -135,7 +135,7 @@ fn more_held_connections_than_the_server_keeps_close_the_oldest_not_the_scrape()
 }
 
 /// A fresh certificate authority, a server and a client certificate (tests/make-certs).
-fn certs() -> tempfile::TempDir {
+pub(super) fn certs() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/make-certs");
     let out = std::process::Command::new(script)

@@ -105,7 +105,7 @@ fn label_names_are_valid_and_clear_of_le_and_session() {
 }
 
 #[test]
-fn otlp_urls_are_http_with_a_host_and_a_port() {
+fn otlp_urls_are_http_or_https_with_a_host_and_a_port() {
     let t = OtlpTarget::parse("http://127.0.0.1:9090/api/v1/otlp/v1/metrics").unwrap();
     assert_eq!(t.authority, "127.0.0.1:9090");
     assert_eq!(t.path, "/api/v1/otlp/v1/metrics");
@@ -123,9 +123,12 @@ fn otlp_urls_are_http_with_a_host_and_a_port() {
         OtlpTarget::parse("http://collector").unwrap().authority,
         "collector:80"
     );
+    let t = OtlpTarget::parse("https://otlp.example").unwrap();
+    assert_eq!(t.url, "https://otlp.example:443/v1/metrics");
+    assert!(t.https);
     for (bad, says) in [
-        ("https://x:4318", "https is not supported"),
-        ("collector:4318", "not an http:// URL"),
+        ("ftp://x:4318", "not an http:// or https:// URL"),
+        ("collector:4318", "not an http:// or https:// URL"),
         ("http://", "names no host"),
         ("http://x:0", "not a port"),
         ("http://x:99999", "not a port"),
@@ -287,25 +290,6 @@ fn the_server_answers_bad_requests_and_bare_line_feeds_at_once() {
         );
         assert!(took < quick, "{}: {took:?}", bytes.escape_ascii());
     }
-}
-
-#[test]
-fn an_otlp_push_to_a_receiver_that_never_answers_says_it_timed_out() {
-    let receiver = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", receiver.local_addr().unwrap());
-    let target = OtlpTarget::parse(&url).unwrap();
-    let wait = std::time::Duration::from_millis(200);
-    let started = std::time::Instant::now();
-    let e = otlp::push(&target, &snapshot(), wait).unwrap_err();
-    assert!(started.elapsed() >= wait);
-    assert_eq!(e.to_string(), "timed out after 200ms waiting for an answer");
-    assert_eq!(
-        otlp::warning(&target, &e),
-        format!(
-            "fslat: warning: --otlp: pushing to {url} timed out after 200ms waiting for an answer"
-        )
-    );
-    drop(receiver);
 }
 
 #[test]
