@@ -1111,3 +1111,35 @@ fn pid_compared_with_a_threaded_process_warns_that_pid_is_the_thread() {
         assert_eq!(text(&other.stderr), "", "no warning");
     }
 }
+
+/// `dist/fslat-agent.service` keeps what fslat needs (CAP_BPF and CAP_PERFMON, nothing
+/// else) and rates 4.0 or lower in systemd's offline security analysis (9.0 before it
+/// was hardened).
+#[test]
+fn the_agent_unit_is_hardened_to_an_exposure_of_4_or_less() {
+    let unit = concat!(env!("CARGO_MANIFEST_DIR"), "/dist/fslat-agent.service");
+    let content = std::fs::read_to_string(unit).expect("the unit file");
+    for line in [
+        "CapabilityBoundingSet=CAP_BPF CAP_PERFMON",
+        "AmbientCapabilities=CAP_BPF CAP_PERFMON",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+    ] {
+        assert!(
+            content.lines().any(|l| l == line),
+            "{line} is not in the unit"
+        );
+    }
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager", unit])
+        .output()
+        .expect("systemd-analyze runs (systemd 250 or later)");
+    let report = text(&out.stdout);
+    let level = report
+        .lines()
+        .find_map(|l| l.split_once("Overall exposure level for fslat-agent.service: "))
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no exposure level in:\n{report}\n{}", text(&out.stderr)));
+    assert!(level <= 4.0, "exposure {level}:\n{report}");
+}

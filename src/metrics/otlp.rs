@@ -315,6 +315,13 @@ impl Pusher {
         let thread = std::thread::Builder::new()
             .name("fslat-otlp".into())
             .spawn(move || {
+                // The push thread parses the receiver's answers: no capabilities.
+                if let Err(e) = crate::sys::drop_thread_capabilities() {
+                    crate::stderr_line!(
+                        "fslat: warning: --otlp: cannot drop the push thread's capabilities ({e}); not pushing"
+                    );
+                    return;
+                }
                 let mut last = false;
                 while !last {
                     last = !matches!(stopped.recv_timeout(every), Err(RecvTimeoutError::Timeout));

@@ -128,6 +128,14 @@ impl Server {
 }
 
 fn accept(listener: &TcpListener, site: &Arc<Site>, open: &Arc<Open>, stop: &AtomicBool) {
+    // This thread and the connection threads it starts read what anyone on the network
+    // sends: they hold no capability at all, whatever the rest of fslat holds.
+    if let Err(e) = crate::sys::drop_thread_capabilities() {
+        crate::stderr_line!(
+            "fslat: warning: --listen: cannot drop the server's capabilities ({e}); not serving"
+        );
+        return;
+    }
     for stream in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             return;

@@ -350,3 +350,46 @@ fn a_bad_web_config_is_refused_with_what_is_wrong() {
     let none = web(d, "# nothing yet\n").unwrap();
     assert!(none.tls.is_none() && none.authorized(None));
 }
+
+/// A capability set of a thread of this process, from `/proc/self/task/TID/status`.
+fn capabilities(thread_name: &str, set: &str) -> Vec<u64> {
+    let mut found = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap() {
+        let dir = task.unwrap().path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim() != thread_name {
+            continue;
+        }
+        let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+        let line = status
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{set}:")))
+            .unwrap();
+        found.push(u64::from_str_radix(line.trim(), 16).unwrap());
+    }
+    found
+}
+
+#[test]
+fn the_threads_that_read_network_input_hold_no_capabilities() {
+    let me = std::thread::current();
+    let me = me.name().unwrap_or("").chars().take(15).collect::<String>();
+    let server = Server::start("127.0.0.1:0".parse().unwrap(), board(), None).unwrap();
+    // A connection held open keeps its thread alive to be looked at.
+    let held = TcpStream::connect(server.addr).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // The test runs as root (as fslat does): this thread holds capabilities, so the
+    // server's threads having none is their own doing.
+    assert!(
+        capabilities(&me, "CapEff").iter().any(|&c| c != 0),
+        "run the tests as root: this thread ({me}) has no capabilities to drop"
+    );
+    for thread in ["fslat-listen", "fslat-metrics"] {
+        for set in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {
+            let caps = capabilities(thread, set);
+            assert!(!caps.is_empty(), "no thread named {thread}");
+            assert!(caps.iter().all(|&c| c == 0), "{thread} {set}: {caps:x?}");
+        }
+    }
+    drop(held);
+}
