@@ -156,6 +156,17 @@ fn web(dir: &Path, yaml: &str) -> Result<WebConfig, String> {
     WebConfig::load(&path)
 }
 
+/// A server on a free port with the web configuration `yaml` (files relative to `dir`).
+fn serve(dir: &Path, yaml: &str) -> Server {
+    let config = web(dir, yaml).unwrap();
+    Server::start(
+        "127.0.0.1:0".parse().unwrap(),
+        board(),
+        Some(Arc::new(config)),
+    )
+    .unwrap()
+}
+
 /// What a TLS client that trusts `ca.pem` (and shows `client`'s certificate) gets.
 fn tls(
     addr: SocketAddr,
@@ -205,19 +216,12 @@ fn basic(user: &str, password: &str) -> Vec<u8> {
 fn tls_with_basic_auth_serves_the_right_password_only() {
     let dir = certs();
     let hash = bcrypt::hash("s3cret", 4).unwrap();
-    let config = web(
+    let server = serve(
         dir.path(),
         &format!(
             "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\nbasic_auth_users:\n  prometheus: {hash}\n"
         ),
-    )
-    .unwrap();
-    let server = Server::start(
-        "127.0.0.1:0".parse().unwrap(),
-        board(),
-        Some(Arc::new(config)),
-    )
-    .unwrap();
+    );
     let addr = server.addr;
     let ok = tls(addr, dir.path(), None, &basic("prometheus", "s3cret")).unwrap();
     assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
@@ -255,17 +259,10 @@ fn tls_with_basic_auth_serves_the_right_password_only() {
 #[test]
 fn a_required_client_certificate_must_come_from_the_client_ca() {
     let dir = certs();
-    let config = web(
+    let server = serve(
         dir.path(),
         "tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n  client_ca_file: ca.pem\n  client_auth_type: RequireAndVerifyClientCert\n",
-    )
-    .unwrap();
-    let server = Server::start(
-        "127.0.0.1:0".parse().unwrap(),
-        board(),
-        Some(Arc::new(config)),
-    )
-    .unwrap();
+    );
     let ok = tls(server.addr, dir.path(), Some("client"), SCRAPE).unwrap();
     assert!(
         ok.contains("fslat_calls_total{session=\"vfs_read\"} 65\n"),
