@@ -1160,13 +1160,15 @@ fn guest(kernel: &str) -> ExitCode {
 
 /// The options of a case's fslat command that make a run, not a program: they are left
 /// out of the second clang's pass, with their values.
-const RUN_OPTIONS: [&str; 8] = [
+const RUN_OPTIONS: [&str; 10] = [
     "-c",
     "-d",
     "-i",
     "-o",
     "--listen",
     "--otlp",
+    "--otlp-ca",
+    "--otlp-header",
     "-p",
     "--web-config",
 ];
