@@ -166,10 +166,25 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_listen)]
     pub listen: Option<std::net::SocketAddr>,
 
+    /// TLS, client certificates and basic authentication for --listen, from a file in
+    /// Prometheus exporter-toolkit's web-config.yml format
+    #[arg(long, value_name = "FILE", requires = "listen", value_parser = parse_web_config)]
+    pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,
+
     /// Push the same metrics with OTLP over HTTP (protobuf) to URL every -i DUR (10 s
-    /// without -i) and at the end (http://HOST:PORT[/PATH]; no path means /v1/metrics)
+    /// without -i) and at the end (http[s]://HOST:PORT[/PATH]; no path means /v1/metrics;
+    /// without --otlp, OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)
     #[arg(long, value_name = "URL", value_parser = parse_otlp)]
     pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
+
+    /// A header on every OTLP push (repeatable), e.g. an API key
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE", value_parser = crate::metrics::parse_header)]
+    pub otlp_headers: Vec<(String, String)>,
+
+    /// Verify an https OTLP receiver against the CA certificates in FILE (PEM) instead of
+    /// the system's
+    #[arg(long, value_name = "FILE", value_parser = non_empty_path)]
+    pub otlp_ca: Option<PathBuf>,
 
     /// Refuse a session whose names and globs match more than N functions
     #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MAX_FUNCTIONS,
@@ -184,6 +199,13 @@ fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     s.parse().map_err(|_| {
         format!("`{s}` is not ADDR:PORT (an IP address and a port: 127.0.0.1:9435, [::1]:9435, 0.0.0.0:9435)")
     })
+}
+
+fn parse_web_config(s: &str) -> Result<std::sync::Arc<crate::metrics::WebConfig>, String> {
+    if s.is_empty() {
+        return Err("the value is empty".into());
+    }
+    crate::metrics::WebConfig::load(std::path::Path::new(s)).map(std::sync::Arc::new)
 }
 
 fn parse_otlp(s: &str) -> Result<Box<crate::metrics::OtlpTarget>, String> {
@@ -292,7 +314,12 @@ impl RunArgs {
             buffer_size: self.buffer_size,
             no_cache: self.no_cache,
             listen: self.listen,
-            otlp: self.otlp.clone(),
+            web_config: self.web_config.clone(),
+            otlp: Box::new(crate::metrics::OtlpOptions {
+                url: self.otlp.as_deref().cloned(),
+                headers: self.otlp_headers.clone(),
+                ca: self.otlp_ca.clone(),
+            }),
             max_functions: self.max_functions,
             script_args: Vec::new(),
         }

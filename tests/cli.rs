@@ -810,12 +810,13 @@ fn bad_listen_and_otlp_values_name_the_option() {
         (["--listen", "localhost:9435"], "--listen"),
         (["--listen", "127.0.0.1"], "is not ADDR:PORT"),
         (["--listen", ""], "the value is empty"),
-        (["--otlp", "127.0.0.1:4318"], "is not an http:// URL"),
         (
-            ["--otlp", "https://collector:4318"],
-            "https is not supported",
+            ["--otlp", "127.0.0.1:4318"],
+            "is not an http:// or https:// URL",
         ),
         (["--otlp", "http://collector:x"], "is not a port"),
+        (["--otlp-header", "api-key"], "is not NAME=VALUE"),
+        (["--otlp-header", "a b=c"], "is not a header name"),
     ] {
         let mut all = vec!["-e", "session vfs_read"];
         all.extend(args);
@@ -826,6 +827,85 @@ fn bad_listen_and_otlp_values_name_the_option() {
             err.contains(args[0]) && err.contains(says),
             "{args:?}: {err}"
         );
+    }
+}
+
+/// A web configuration is read and checked while the arguments are, before anything
+/// else: its errors end the run with the file, the problem, and exit status 2.
+#[test]
+fn a_bad_web_config_ends_the_run_before_anything_is_loaded() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let bad = dir.path().join("web.yml");
+    std::fs::write(&bad, "basic_auth_users:\n  alice: hunter2\n").expect("write");
+    let bad = bad.to_str().expect("utf-8 path");
+    let empty = dir.path().join("empty.yml");
+    std::fs::write(&empty, "").expect("write");
+    let empty = empty.to_str().expect("utf-8 path");
+    let missing = dir.path().join("absent.yml");
+    let missing = missing.to_str().expect("utf-8 path");
+    for (args, says) in [
+        (
+            vec!["--listen", "127.0.0.1:0", "--web-config", bad],
+            "the password of \"alice\" is not a bcrypt hash",
+        ),
+        (
+            vec!["--listen", "127.0.0.1:0", "--web-config", missing],
+            "cannot read it",
+        ),
+        (
+            vec!["--web-config", empty],
+            "the following required arguments were not provided",
+        ),
+    ] {
+        let mut all = vec!["-e", "session vfs_read"];
+        all.extend(&args);
+        let out = fslat(&all);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--web-config") && err.contains(says),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("Tracing"), "{err}");
+    }
+}
+
+/// OTLP settings from the options and the environment are checked before anything is
+/// loaded: a bad one ends the run with what is wrong and where it came from.
+#[test]
+fn bad_otlp_settings_end_the_run_before_tracing() {
+    for (args, env, says) in [
+        (
+            vec!["--otlp-header", "a=b"],
+            None,
+            "fslat: error: --otlp-header and --otlp-ca need --otlp URL (or OTEL_EXPORTER_OTLP_ENDPOINT)",
+        ),
+        (
+            vec![],
+            Some(("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")),
+            "fslat: error: OTEL_EXPORTER_OTLP_ENDPOINT: `collector:4318` is not an http:// or https:// URL",
+        ),
+        (
+            vec!["--otlp", "https://127.0.0.1:1", "--otlp-ca", "Cargo.toml"],
+            None,
+            "fslat: error: --otlp-ca: Cargo.toml: no PEM certificate in it",
+        ),
+    ] {
+        let mut command = Command::new(FSLAT);
+        command
+            .args(["-e", "session vfs_read"])
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+        if let Some((k, v)) = env {
+            command.env(k, v);
+        }
+        let out = command.output().expect("run fslat");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.starts_with(says), "{args:?}: {err}");
+        assert!(!err.contains("Tracing"), "{err}");
     }
 }
 
@@ -1084,4 +1164,36 @@ fn pid_compared_with_a_threaded_process_warns_that_pid_is_the_thread() {
         assert!(other.status.success(), "{}", text(&other.stderr));
         assert_eq!(text(&other.stderr), "", "no warning");
     }
+}
+
+/// `dist/fslat-agent.service` keeps what fslat needs (CAP_BPF and CAP_PERFMON, nothing
+/// else) and rates 4.0 or lower in systemd's offline security analysis (9.0 before it
+/// was hardened).
+#[test]
+fn the_agent_unit_is_hardened_to_an_exposure_of_4_or_less() {
+    let unit = concat!(env!("CARGO_MANIFEST_DIR"), "/dist/fslat-agent.service");
+    let content = std::fs::read_to_string(unit).expect("the unit file");
+    for line in [
+        "CapabilityBoundingSet=CAP_BPF CAP_PERFMON",
+        "AmbientCapabilities=CAP_BPF CAP_PERFMON",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+    ] {
+        assert!(
+            content.lines().any(|l| l == line),
+            "{line} is not in the unit"
+        );
+    }
+    let out = Command::new("systemd-analyze")
+        .args(["security", "--offline=true", "--no-pager", unit])
+        .output()
+        .expect("systemd-analyze runs (systemd 250 or later)");
+    let report = text(&out.stdout);
+    let level = report
+        .lines()
+        .find_map(|l| l.split_once("Overall exposure level for fslat-agent.service: "))
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .and_then(|n| n.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no exposure level in:\n{report}\n{}", text(&out.stderr)));
+    assert!(level <= 4.0, "exposure {level}:\n{report}");
 }

@@ -680,6 +680,10 @@ struct Case {
     stdin: Option<String>,
     /// A checker run once fslat traces; it creates the go file itself.
     check: Option<Vec<String>>,
+    /// A command run before fslat starts (files fslat's arguments name).
+    setup: Option<Vec<String>>,
+    /// Environment variables of fslat's process (`ENV NAME=VALUE`).
+    env: Vec<(String, String)>,
     /// fslat compiles with the guest's own clang, not on the host (`GUEST_CLANG`).
     guest_clang: bool,
     stop: Stop,
@@ -698,6 +702,8 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut exec = None;
     let mut stdin: Option<String> = None;
     let mut check: Option<Vec<String>> = None;
+    let mut setup: Option<Vec<String>> = None;
+    let mut env = Vec::new();
     let mut guest_clang = false;
     let mut stop = None;
     let mut timeout = None;
@@ -795,6 +801,18 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 need("a checker and its arguments")?;
                 once(check.is_some())?;
                 check = Some(rest.split_whitespace().map(String::from).collect());
+            }
+            "ENV" => {
+                need("NAME=VALUE")?;
+                let Some((k, v)) = rest.split_once('=') else {
+                    return Err(err(format!("ENV {rest:?} is not NAME=VALUE")));
+                };
+                env.push((k.to_string(), v.to_string()));
+            }
+            "SETUP" => {
+                need("a command and its arguments")?;
+                once(setup.is_some())?;
+                setup = Some(rest.split_whitespace().map(String::from).collect());
             }
             "GUEST_CLANG" => {
                 once(guest_clang)?;
@@ -900,6 +918,8 @@ fn parse_case(text: &str) -> Result<Case, String> {
         exec,
         stdin,
         check,
+        setup,
+        env,
         guest_clang,
         stop: stop.unwrap_or(Stop::Int),
         timeout: timeout.unwrap_or(Duration::from_secs(60)),
@@ -1140,7 +1160,18 @@ fn guest(kernel: &str) -> ExitCode {
 
 /// The options of a case's fslat command that make a run, not a program: they are left
 /// out of the second clang's pass, with their values.
-const RUN_OPTIONS: [&str; 7] = ["-c", "-d", "-i", "-o", "--listen", "--otlp", "-p"];
+const RUN_OPTIONS: [&str; 10] = [
+    "-c",
+    "-d",
+    "-i",
+    "-o",
+    "--listen",
+    "--otlp",
+    "--otlp-ca",
+    "--otlp-header",
+    "-p",
+    "--web-config",
+];
 
 /// The second clang's pass (`FSLAT_SECOND_CLANG`): every distinct program of the cases
 /// this kernel runs (a `PROG` and its program options, no `EXEC` or `STDIN`, exit 0
@@ -1464,22 +1495,30 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<ExitStatus> {
 
 /// Runs a `CHECK` command (from the repository's root) to its end or `deadline`, with
 /// `FSLAT_GO` (the go file: the checker starts the workload when it is ready),
-/// `FSLAT_PID_OF_FSLAT` and `FSLAT_CASE_DIR` set. Returns its output and, if it failed, why.
+/// `FSLAT_PID_OF_FSLAT` (none for a `SETUP`, which runs before fslat) and
+/// `FSLAT_CASE_DIR` set. Returns its output and, if it failed, why.
 fn run_check(
     argv: &[String],
     dir: &Path,
     go: &Path,
-    fslat_pid: u32,
+    fslat_pid: Option<u32>,
     deadline: Instant,
 ) -> (String, Option<String>) {
-    let out_path = dir.join("check.out");
+    let out_path = dir.join(if fslat_pid.is_some() {
+        "check.out"
+    } else {
+        "setup.out"
+    });
     let spawned = (|| -> std::io::Result<Child> {
         let out = fs::File::create(&out_path)?;
-        Command::new(&argv[0])
+        let mut command = Command::new(&argv[0]);
+        if let Some(pid) = fslat_pid {
+            command.env("FSLAT_PID_OF_FSLAT", pid.to_string());
+        }
+        command
             .args(&argv[1..])
             .current_dir(MANIFEST_DIR)
             .env("FSLAT_GO", go)
-            .env("FSLAT_PID_OF_FSLAT", fslat_pid.to_string())
             .env("FSLAT_CASE_DIR", dir)
             .stdin(Stdio::null())
             .stderr(out.try_clone()?)
@@ -1503,11 +1542,16 @@ fn run_check(
     let failure = match status {
         Some(s) if s.success() => None,
         Some(s) => Some(format!(
-            "the check {} failed ({})",
+            "{} {} failed ({})",
+            if fslat_pid.is_some() {
+                "the check"
+            } else {
+                "the setup"
+            },
             describe(&argv[0], &argv[1..]),
             describe_status(&s)
         )),
-        None => Some(format!("the check {} timed out", argv[0])),
+        None => Some(format!("{} timed out", describe(&argv[0], &argv[1..]))),
     };
     (out, failure)
 }
@@ -1601,10 +1645,25 @@ fn run_case(case: &Case, dir: &Path) -> Run {
         }
     }
 
-    let subst = |s: &str| match pid {
-        Some(p) => s.replace("$PID", &p.to_string()),
-        None => s.to_string(),
+    let subst = |s: &str| {
+        let s = s.replace("$DIR", &dir.to_string_lossy());
+        match pid {
+            Some(p) => s.replace("$PID", &p.to_string()),
+            None => s,
+        }
     };
+    if let Some(argv) = &case.setup {
+        let argv: Vec<String> = argv.iter().map(|a| subst(a)).collect();
+        let (out, failure) = run_check(&argv, dir, &go, None, deadline);
+        run.check_out = Some(out);
+        if let Some(why) = failure {
+            run.failures.push(why);
+            if let Some(w) = workload.as_mut() {
+                kill_and_reap(w);
+            }
+            return run;
+        }
+    }
     let mut argv = Vec::new();
     if let Some(p) = &case.prog {
         argv.push("-e".to_string());
@@ -1634,6 +1693,9 @@ fn run_case(case: &Case, dir: &Path) -> Run {
             && let Some(clang) = GUEST_CLANG.get()
         {
             fslat.env("FSLAT_CLANG", clang);
+        }
+        for (k, v) in &case.env {
+            fslat.env(k, subst(v));
         }
         fslat
             .args(&argv)
@@ -1687,8 +1749,8 @@ fn run_case(case: &Case, dir: &Path) -> Run {
     if tracing && timed_out.is_none() {
         if let Some(argv) = &case.check {
             let argv: Vec<String> = argv.iter().map(|a| subst(a)).collect();
-            let (out, failure) = run_check(&argv, dir, &go, fslat.id(), deadline);
-            run.check_out = Some(out);
+            let (out, failure) = run_check(&argv, dir, &go, Some(fslat.id()), deadline);
+            run.check_out = Some(run.check_out.take().unwrap_or_default() + &out);
             run.failures.extend(failure);
         }
         if let Some(w) = workload.as_mut() {

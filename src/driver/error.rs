@@ -92,6 +92,8 @@ pub enum Error {
     },
     #[error("--otlp: cannot start the push thread: {0}")]
     Otlp(std::io::Error),
+    #[error("{0}")]
+    OtlpSettings(String),
     #[error("{0} of the entries read from standard input failed (see above)")]
     ReplFailures(usize),
 }

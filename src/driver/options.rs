@@ -28,7 +28,9 @@ pub struct Options {
     pub buffer_size: Option<u32>,
     pub no_cache: bool,
     pub listen: Option<std::net::SocketAddr>,
-    pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
+    pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,
+    /// `--otlp` and its options; the environment can name an endpoint too.
+    pub otlp: Box<crate::metrics::OtlpOptions>,
     pub max_functions: usize,
     /// The script's arguments, `$1` first.
     pub script_args: Vec<String>,

@@ -37,23 +37,39 @@ pub fn run_object(
     interrupted()?;
 
     // Exporters are up before anything is loaded: a port in use ends the run here.
-    let board = (opts.listen.is_some() || opts.otlp.is_some()).then(crate::metrics::Board::new);
+    let otlp = crate::metrics::otlp_settings(&opts.otlp, |name| std::env::var(name).ok())
+        .map_err(Error::OtlpSettings)?;
+    let board = (opts.listen.is_some() || otlp.is_some()).then(crate::metrics::Board::new);
     let _server = match (opts.listen, &board) {
         (Some(addr), Some(board)) => Some(
-            crate::metrics::Server::start(addr, std::sync::Arc::clone(board))
-                .map_err(|source| Error::Listen { addr, source })?,
+            crate::metrics::Server::start(
+                addr,
+                std::sync::Arc::clone(board),
+                opts.web_config.clone(),
+            )
+            .map_err(|source| Error::Listen { addr, source })?,
         ),
         _ => None,
     };
-    let pusher = match (&opts.otlp, &board) {
-        (Some(target), Some(board)) => Some(
-            crate::metrics::Pusher::start(
-                (**target).clone(),
-                opts.interval.unwrap_or(OTLP_INTERVAL),
-                std::sync::Arc::clone(board),
+    let pusher = match (otlp, &board) {
+        (Some(settings), Some(board)) => {
+            if settings.source != "--otlp" {
+                // Never a silent push: the environment chose to send the figures.
+                crate::stderr_line!(
+                    "fslat: pushing metrics with OTLP to {} ({})",
+                    settings.target.url,
+                    settings.source
+                );
+            }
+            Some(
+                crate::metrics::Pusher::start(
+                    settings,
+                    opts.interval.unwrap_or(OTLP_INTERVAL),
+                    std::sync::Arc::clone(board),
+                )
+                .map_err(Error::Otlp)?,
             )
-            .map_err(Error::Otlp)?,
-        ),
+        }
         _ => None,
     };
 

@@ -7,9 +7,16 @@
 
 mod otlp;
 mod prometheus;
+mod server;
+mod web_config;
 
-pub use otlp::{OtlpTarget, Pusher};
-pub use prometheus::{Server, encode};
+pub use otlp::{
+    OtlpOptions, OtlpTarget, Pusher, Settings as OtlpSettings, parse_header,
+    settings as otlp_settings,
+};
+pub use prometheus::encode;
+pub use server::{Head, Server, read_head};
+pub use web_config::WebConfig;
 
 use crate::aggregate::AggFunc;
 use crate::check::program::Linear;
@@ -289,5 +296,9 @@ pub fn row_labels(a: &AggSeries, row: &AggPoint) -> Vec<(String, String)> {
         .collect()
 }
 
+#[cfg(test)]
+mod otlp_tests;
+#[cfg(test)]
+mod server_tests;
 #[cfg(test)]
 mod tests;
