@@ -104,14 +104,20 @@ fn list_glob_matching_nothing_fails() {
 /// tests/kernel/user's program built with DWARF (and a stripped copy) in a new directory.
 fn user_programs() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let built = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/kernel/user/build"))
-        .arg(dir.path())
-        .status()
-        .expect("tests/kernel/user/build runs (it needs gcc)");
+    let built = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/kernel/user/build"
+    ))
+    .arg(dir.path())
+    .status()
+    .expect("tests/kernel/user/build runs (it needs gcc)");
     assert!(built.success());
     let stripped = dir.path().join("ufunc-stripped");
     std::fs::copy(dir.path().join("ufunc"), &stripped).unwrap();
-    let strip = Command::new("strip").arg("--strip-all").arg(&stripped).status();
+    let strip = Command::new("strip")
+        .arg("--strip-all")
+        .arg(&stripped)
+        .status();
     assert!(strip.is_ok_and(|s| s.success()), "strip (binutils) runs");
     dir
 }
@@ -141,12 +147,21 @@ fn user_sessions_on_a_stripped_file_or_a_missing_function_say_why() {
     let out = fslat(&["-e", &format!("session {}:nap", stripped.display())]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("has no symbol table (it is stripped)"), "{stderr}");
+    assert!(
+        stderr.contains("has no symbol table (it is stripped)"),
+        "{stderr}"
+    );
     let exe = dir.path().join("ufunc");
-    let out = fslat(&["-e", &format!("session {}:nape {{ count() }}", exe.display())]);
+    let out = fslat(&[
+        "-e",
+        &format!("session {}:nape {{ count() }}", exe.display()),
+    ]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("has no function `nape` in its symbol tables"), "{stderr}");
+    assert!(
+        stderr.contains("has no function `nape` in its symbol tables"),
+        "{stderr}"
+    );
     assert!(stderr.contains("did you mean `nap`"), "{stderr}");
     // Debian's libc has no DWARF: its parameters are the registers.
     let out = fslat(&["-e", "session libc:malloc { emit size }"]);
