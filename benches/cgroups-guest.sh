@@ -7,8 +7,7 @@ N=${BENCH_N:-20000}
 REPS=${BENCH_REPS:-3}
 T=/tmp/bench
 mkdir -p "$T"
-log() { echo "cgroups: $*" >&2; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+. "$(dirname "$0")/common.sh"
 export XDG_CACHE_HOME=$T/cache
 # The workload runs in a systemd-like unit's cgroup.
 mkdir -p /sys/fs/cgroup/system.slice/bench.service

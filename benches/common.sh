@@ -2,6 +2,14 @@
 # reading the harness's KEY=VALUE figures, running one traced case, and waiting for the
 # per-call time to settle. Needs $H (harness), $W (workload) and $T (scratch dir).
 log() { echo "bench: $*" >&2; }
+
+# The debootstrap root bpftrace runs in (chroot "$ROOT" bpftrace ...), its file systems
+# mounted.
+mount_root() { # ROOT
+    mount -t proc proc "$1/proc" && mount -t sysfs sysfs "$1/sys" &&
+        mount -t tracefs tracefs "$1/sys/kernel/tracing" && mount -t bpf bpf "$1/sys/fs/bpf" &&
+        mount --rbind /dev "$1/dev" && mount -t tmpfs tmpfs "$1/tmp" || log "chroot mounts failed"
+}
 getall() { grep -oE "(^| )$1=-?[0-9.]+" "$2" 2>/dev/null | sed 's/.*=//'; }
 get() { getall "$1" "$2" | head -1; }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "" }'; }

@@ -14,12 +14,9 @@ N=${BENCH_N:-20000}
 REPS=${BENCH_REPS:-3}
 T=/tmp/bench
 mkdir -p "$T"
-log() { echo "stacks: $*" >&2; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+. "$(dirname "$0")/common.sh"
 
-mount -t proc proc "$ROOT/proc" && mount -t sysfs sysfs "$ROOT/sys" &&
-    mount -t tracefs tracefs "$ROOT/sys/kernel/tracing" && mount -t bpf bpf "$ROOT/sys/fs/bpf" &&
-    mount --rbind /dev "$ROOT/dev" && mount -t tmpfs tmpfs "$ROOT/tmp" || log "chroot mounts failed"
+mount_root "$ROOT"
 export XDG_CACHE_HOME=$T/cache
 
 # One run: start the tracer, wait for its ready line on stderr, time N preads, stop it

@@ -9,13 +9,10 @@ N=${BENCH_N:-200000}
 REPS=${BENCH_REPS:-3}
 T=/tmp/bench
 mkdir -p "$T"
-log() { echo "user: $*" >&2; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+. "$(dirname "$0")/common.sh"
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
-mount -t proc proc "$ROOT/proc" && mount -t sysfs sysfs "$ROOT/sys" &&
-    mount -t tracefs tracefs "$ROOT/sys/kernel/tracing" && mount -t bpf bpf "$ROOT/sys/fs/bpf" &&
-    mount --rbind /dev "$ROOT/dev" && mount -t tmpfs tmpfs "$ROOT/tmp" || log "chroot mounts failed"
+mount_root "$ROOT"
 export XDG_CACHE_HOME=$T/cache
 # The traced programs, where bpftrace in its root sees them too (the same inodes).
 cp "$B/uloop" "$B/umany" "$ROOT/tmp/"
