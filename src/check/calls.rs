@@ -116,7 +116,8 @@ impl Checker<'_> {
         len: Option<&ast::Expr>,
     ) -> Checked<Expr> {
         let p = self.expr(scope, ptr)?;
-        let user = self.is_user_pointer(scope, &p);
+        // Every address of a user-space session is in the traced process.
+        let user = self.user.is_some() || self.is_user_pointer(scope, &p);
         let address = match p.kind {
             // A `char *` parameter or return value, which fslat reads as a string.
             ExprKind::Deref(inner) => *inner,
