@@ -19,7 +19,8 @@ use crate::output::interval::IntervalStamp;
 use crate::output::{AggResult, AggRow, Value, read_value};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags};
-use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeMap, HashMap};
 
 /// One aggregation's rows, by the key's bytes as the kernel stores them.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -122,8 +123,9 @@ impl AggSnapshot {
             .collect()
     }
 
-    /// The rows by their keys' values. Keys are unique in the map, but cgroup ids are not
-    /// names: the rows of cgroups whose names are the same (two with no pod) are merged.
+    /// The rows by their keys' values. Keys are unique in the map, but neither cgroup ids
+    /// nor stack ids are what is shown: rows that show the same (two cgroups with no pod,
+    /// two stack ids whose frames render as one text) are merged.
     fn named_rows(
         &self,
         a: &Aggregation,
@@ -132,21 +134,44 @@ impl AggSnapshot {
         let by_name = a
             .keys
             .iter()
-            .any(|k| matches!(k.kind, FieldKind::CgroupName(_)));
-        let mut rows: Vec<(Vec<Value<'static>>, State)> = Vec::with_capacity(self.rows.len());
-        for (key, raw) in &self.rows {
-            let keys = key_values(a, key, stacks);
-            let same = match by_name {
-                true => rows.iter_mut().find(|(k, _)| *k == keys),
-                false => None,
-            };
-            match same {
-                Some((_, state)) => state.merge(raw),
-                None => rows.push((keys, raw.clone())),
+            .any(|k| matches!(k.kind, FieldKind::CgroupName(_) | FieldKind::Stack(_)));
+        let rows = self
+            .rows
+            .iter()
+            .map(|(key, raw)| (key_values(a, key, stacks), raw));
+        match by_name {
+            true => merge_shown(rows),
+            false => rows.map(|(k, raw)| (k, raw.clone())).collect(),
+        }
+    }
+}
+
+/// Rows whose keys show the same merged into one (in first-seen order): values compare as
+/// printed, so a stack compares by its text (`output::stack_text`), not its
+/// addresses; a merged row keeps the first row's keys.
+fn merge_shown<'r>(
+    rows: impl Iterator<Item = (Vec<Value<'static>>, &'r State)>,
+) -> Vec<(Vec<Value<'static>>, State)> {
+    let shown = |keys: &[Value]| -> Vec<String> {
+        keys.iter()
+            .map(|v| match v {
+                Value::Stack(s) => crate::output::stack_text(s),
+                v => format!("{v:?}"),
+            })
+            .collect()
+    };
+    let mut index: HashMap<Vec<String>, usize> = HashMap::new();
+    let mut out: Vec<(Vec<Value<'static>>, State)> = Vec::new();
+    for (keys, raw) in rows {
+        match index.entry(shown(&keys)) {
+            Entry::Occupied(e) => out[*e.get()].1.merge(raw),
+            Entry::Vacant(e) => {
+                e.insert(out.len());
+                out.push((keys, raw.clone()));
             }
         }
-        rows
     }
+    out
 }
 
 /// Every aggregation's latest cumulative snapshot, in program order, and the interval
@@ -354,5 +379,59 @@ mod tests {
         );
         let by_id = aggregation("session vfs_read { count() by cgroup }");
         assert_eq!(snap.metric_points(&by_id, None).len(), 2);
+    }
+
+    fn user_stack(frames: &[(u64, &str)]) -> Value<'static> {
+        use crate::check::program::StackKind;
+        use crate::stacks::{Frame, Stack};
+        Value::Stack(std::sync::Arc::new(Stack {
+            kind: StackKind::User,
+            frames: frames
+                .iter()
+                .map(|&(addr, name)| Frame {
+                    addr,
+                    symbol: Some(name.to_string()),
+                    module: None,
+                    file_offset: None,
+                })
+                .collect(),
+            lost: false,
+        }))
+    }
+
+    #[test]
+    fn rows_of_stacks_showing_one_text_are_one_row() {
+        // Three calls of one method through `syscall()`: three return addresses in
+        // `main`, one text; another stack stays its own row.
+        let same = |at| {
+            user_stack(&[
+                (0x1000, "__libc_start_call_main"),
+                (at, "main"),
+                (0x9000, "syscall"),
+            ])
+        };
+        let other = user_stack(&[(0x1000, "__libc_start_call_main"), (0x2000, "other")]);
+        let (c1, c2, c3, c4) = (count(1), count(2), count(4), count(8));
+        let rows = vec![
+            (vec![same(0x2010)], &c1),
+            (vec![other], &c2),
+            (vec![same(0x2020)], &c3),
+            (vec![same(0x2030)], &c4),
+        ];
+        let merged = merge_shown(rows.into_iter());
+        let got: Vec<(String, u64)> = merged
+            .iter()
+            .map(|(k, s)| match (&k[0], s) {
+                (Value::Stack(st), State::Stat(st_)) => (crate::output::stack_text(st), st_.count),
+                _ => panic!("a stack key and a count"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("__libc_start_call_main;main;syscall".to_string(), 13),
+                ("__libc_start_call_main;other".to_string(), 2)
+            ]
+        );
     }
 }
