@@ -1212,3 +1212,15 @@ fn the_agent_unit_is_hardened_to_an_exposure_of_4_or_less() {
         .unwrap_or_else(|| panic!("no exposure level in:\n{report}\n{}", text(&out.stderr)));
     assert!(level <= 4.0, "exposure {level}:\n{report}");
 }
+
+/// `-f folded` shows stack counts only: a program without one is refused before anything
+/// is built or loaded (so on this host too), saying what to add.
+#[test]
+fn folded_output_without_a_stack_count_is_refused() {
+    let out = fslat(&["-f", "folded", "-e", "session vfs_read { count() by comm }"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        text(&out.stderr),
+        "fslat: error: -f folded shows `count() by kstack` and `count() by ustack` aggregations, and this program has none: count by a stack (`session vfs_read { count() by kstack }`)\n"
+    );
+}

@@ -66,6 +66,10 @@ pub enum Error {
         "-o {0} is the script itself: its output would overwrite it; write the output to another file"
     )]
     OutputIsScript(String),
+    #[error(
+        "{0} shows `count() by kstack` and `count() by ustack` aggregations, and this program has none: count by a stack (`session vfs_read {{ count() by kstack }}`)"
+    )]
+    NoStackCount(&'static str),
     #[error("-p {0}: there is no process {0}")]
     NoSuchProcess(u32),
     #[error("-p {tid}: {tid} is a thread of process {tgid}; -p takes the process id: -p {tgid}")]

@@ -41,6 +41,8 @@ pub struct Options {
 pub enum Format {
     Text,
     Json,
+    /// The folded lines of the `count() by kstack` / `by ustack` aggregations, only.
+    Folded,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use crate::build::Compiler;
 use crate::check::program::Program;
 use crate::child::HeldChild;
 use crate::codegen::Mode;
-use crate::output::{JsonWriter, TextWriter, Writer};
+use crate::output::{FoldedWriter, JsonWriter, TextWriter, Writer};
 use crate::runtime::{self, DEFAULT_RING_SIZE, Settings, signals};
 use std::io::Write;
 use std::time::Duration;
@@ -20,6 +20,7 @@ pub fn compile_and_run(
     compiler: &Compiler,
     opts: &Options,
 ) -> Result<(), Error> {
+    check_stack_output(&compiled.program, opts)?;
     let object = compiler.compile(&compiled.c)?;
     run_object(&compiled.program, &object, compiled.mode, opts)
 }
@@ -35,6 +36,7 @@ pub fn run_object(
     opts: &Options,
 ) -> Result<(), Error> {
     interrupted()?;
+    check_stack_output(program, opts)?;
 
     // Exporters are up before anything is loaded: a port in use ends the run here.
     let otlp = crate::metrics::otlp_settings(&opts.otlp, |name| std::env::var(name).ok())
@@ -113,7 +115,7 @@ pub fn run_object(
         verbose: opts.verbose,
         metrics: board,
     };
-    let mut writer = writer(opts)?;
+    let mut writer = writer(opts, program)?;
     let child = std::cell::RefCell::new(child);
     let labels: Vec<&str> = program.sessions.iter().map(|s| s.label.as_str()).collect();
     let mut attached = || {
@@ -199,8 +201,17 @@ fn command_status(wait_status: i32) -> Result<(), Error> {
     }
 }
 
+/// `-f folded` shows only stack counts: a program with none is refused before it is
+/// built.
+fn check_stack_output(program: &Program, opts: &Options) -> Result<(), Error> {
+    if opts.format == Format::Folded && crate::output::stack_counts(program).is_empty() {
+        return Err(Error::NoStackCount("-f folded"));
+    }
+    Ok(())
+}
+
 /// The writer the options ask for, over the output file or standard output.
-fn writer(opts: &Options) -> Result<Box<dyn Writer>, Error> {
+fn writer(opts: &Options, program: &Program) -> Result<Box<dyn Writer>, Error> {
     let sink: Box<dyn Write> = match &opts.output {
         Some(p) => Box::new(std::fs::File::create(p).map_err(|source| Error::Write {
             path: p.display().to_string(),
@@ -212,5 +223,6 @@ fn writer(opts: &Options) -> Result<Box<dyn Writer>, Error> {
     Ok(match opts.format {
         Format::Text => Box::new(TextWriter::new(sink)),
         Format::Json => Box::new(JsonWriter::new(sink)),
+        Format::Folded => Box::new(FoldedWriter::new(sink, program)),
     })
 }

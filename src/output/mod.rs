@@ -3,12 +3,14 @@
 //! C struct from.
 
 pub mod buckets;
+mod folded;
 pub mod interval;
 mod json;
 pub mod percentiles;
 mod stacks;
 mod text;
 
+pub use folded::{FoldedWriter, is_stack_count, stack_counts};
 pub use json::JsonWriter;
 pub use stacks::stack_text;
 pub use text::TextWriter;

@@ -394,3 +394,88 @@ fn stats_rows_print_count_average_and_total() {
         serde_json::json!({"keys": {"comm": "dd"}, "count": 2, "average_ns": 1_500_000, "total_ns": 3_000_000})
     );
 }
+
+fn user_stack(names: &[&str]) -> Value<'static> {
+    use crate::check::program::StackKind;
+    use crate::stacks::Frame;
+    Value::Stack(Arc::new(Stack {
+        kind: StackKind::User,
+        frames: names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| Frame {
+                addr: 0x1000 + i as u64,
+                symbol: Some(n.to_string()),
+                module: None,
+                file_offset: None,
+            })
+            .collect(),
+        lost: false,
+    }))
+}
+
+fn stack_count(name: &str, rows: Vec<(Vec<Value<'static>>, i64)>) -> AggResult {
+    AggResult {
+        session: "vfs_read".into(),
+        name: name.into(),
+        title: "count() by comm, ustack".into(),
+        func: crate::aggregate::AggFunc::named("count").expect("count"),
+        duration: false,
+        linear: None,
+        key_names: vec!["comm".into(), "ustack".into()],
+        rows: rows
+            .into_iter()
+            .map(|(keys, n)| AggRow {
+                keys,
+                value: AggValue::Number(n),
+            })
+            .collect(),
+        interval: None,
+    }
+}
+
+#[test]
+fn folded_lines_are_root_first_with_other_keys_as_frames() {
+    let comm = |s: &str| Value::Str(s.as_bytes().to_vec().into());
+    let a = stack_count(
+        "reads",
+        vec![
+            (
+                vec![comm("reader"), user_stack(&["main", "outer", "inner"])],
+                5,
+            ),
+            (vec![comm("my app;x"), user_stack(&["main", "load"])], 2),
+        ],
+    );
+    let lines: Vec<(String, u64)> = folded::lines(&a).into_iter().collect();
+    assert_eq!(
+        lines,
+        [
+            // A space or `;` inside a key would split the line.
+            ("\"my_app:x\";main;load".to_string(), 2),
+            ("reader;main;outer;inner".to_string(), 5),
+        ]
+    );
+    // Not a count: nothing.
+    let hist = hist_result(true, vec![("bash", vec![(3, 1)])]);
+    assert!(folded::lines(&hist).is_empty());
+}
+
+#[test]
+fn folded_output_is_the_lines_only_with_the_name_as_root_when_several() {
+    let one = program("session vfs_read { count() by ustack }");
+    let two = program("session vfs_read { count() by ustack; count() by kstack as kernel }");
+    let a = stack_count("reads", vec![(vec![user_stack(&["main", "f"])], 3)]);
+    let written = |p: &Program| {
+        let mut out = Vec::new();
+        let mut w = FoldedWriter::new(&mut out, p);
+        w.summary(&Summary::default()).unwrap();
+        w.aggregation(&a).unwrap();
+        w.flush().unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(written(&one), "main;f 3\n");
+    assert_eq!(written(&two), "reads;main;f 3\n");
+    assert_eq!(stack_counts(&two).len(), 2);
+    assert!(stack_counts(&program("session vfs_read { count() by comm }")).is_empty());
+}

@@ -1,0 +1,121 @@
+//! Folded stacks, the input of flame graphs (docs/language.md, "Flame graphs"): one line
+//! `frame;frame;frame N` per row of a `count() by kstack` / `by ustack`, root first.
+//! `-f folded` prints them; `--flamegraph` draws them with inferno.
+
+use super::interval::IntervalStamp;
+use super::{AggResult, AggValue, Summary, Value, Writer};
+use crate::check::program::{Aggregation, EventSchema, FieldKind, Program};
+use crate::stacks::StackTable;
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::rc::Rc;
+
+/// Whether `a` makes a flame graph: a `count()` with a `kstack` or `ustack` key.
+pub fn is_stack_count(a: &Aggregation) -> bool {
+    a.func.name() == "count" && a.keys.iter().any(|k| matches!(k.kind, FieldKind::Stack(_)))
+}
+
+/// The stack counts of `program`: (session label, aggregation name), in program order.
+pub fn stack_counts(program: &Program) -> Vec<(String, String)> {
+    program
+        .sessions
+        .iter()
+        .flat_map(|s| {
+            s.aggregations
+                .iter()
+                .filter(|a| is_stack_count(a))
+                .map(|a| (s.label.clone(), a.name.clone()))
+        })
+        .collect()
+}
+
+/// One frame from a value: `;` and whitespace would split the line where they are not
+/// meant to (stack symbols are cleaned already, `stacks::clean_symbol`).
+fn frame(v: &Value) -> String {
+    super::text::format_value(v)
+        .chars()
+        .map(|c| match c {
+            ';' => ':',
+            c if c.is_whitespace() => '_',
+            c => c,
+        })
+        .collect()
+}
+
+/// The folded lines of a stack count's rows with their counts: the keys in order, a stack
+/// as its frames root first, any other key as one frame (`count() by comm, ustack` puts
+/// the command under the root). Rows whose lines are the same are summed. Nothing for an
+/// aggregation that is not a stack count.
+pub fn lines(a: &AggResult) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    if a.func.name() != "count" {
+        return out;
+    }
+    for row in &a.rows {
+        if !row.keys.iter().any(|k| matches!(k, Value::Stack(_))) {
+            continue;
+        }
+        let AggValue::Number(n) = row.value else {
+            continue;
+        };
+        let line = row
+            .keys
+            .iter()
+            .map(|k| match k {
+                Value::Stack(s) => super::stack_text(s),
+                v => frame(v),
+            })
+            .collect::<Vec<_>>()
+            .join(";");
+        *out.entry(line).or_insert(0) += n.max(0) as u64;
+    }
+    out
+}
+
+/// `-f folded`: only the folded lines of the stack counts (no events, no summaries).
+/// With several stack counts in the program, each line starts with the aggregation's
+/// name, so one flame graph shows each under its own root. With `-i`, each interval's
+/// lines as it ends: summed, they are the run's.
+pub struct FoldedWriter<W: Write> {
+    out: W,
+    several: bool,
+}
+
+impl<W: Write> FoldedWriter<W> {
+    pub fn new(out: W, program: &Program) -> Self {
+        FoldedWriter {
+            out,
+            several: stack_counts(program).len() > 1,
+        }
+    }
+}
+
+impl<W: Write> Writer for FoldedWriter<W> {
+    fn event(&mut self, _: &EventSchema, _: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn summary(&mut self, _: &Summary) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn aggregation(&mut self, a: &AggResult) -> io::Result<()> {
+        for (line, n) in lines(a) {
+            match self.several {
+                true => writeln!(self.out, "{};{line} {n}", a.name)?,
+                false => writeln!(self.out, "{line} {n}")?,
+            }
+        }
+        Ok(())
+    }
+
+    fn interval(&mut self, _: &IntervalStamp) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+
+    fn set_stacks(&mut self, _: Rc<StackTable>) {}
+}
