@@ -136,6 +136,11 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "FILE", value_parser = non_empty_path)]
     pub output: Option<PathBuf>,
 
+    /// At the end of the run, draw each `count() by kstack` / `by ustack` as an interactive
+    /// flame graph in FILE (several: FILE.NAME.svg, by aggregation name)
+    #[arg(long, value_name = "FILE.svg", value_parser = non_empty_path)]
+    pub flamegraph: Option<PathBuf>,
+
     /// How to attach: fsession (Linux 7.0+), fentry (fentry + fexit), fsession-multi (7.2+:
     /// one program for all the functions of a session), or auto (the best the kernel has)
     #[arg(long, value_enum, default_value_t = ModeChoice::Auto)]
@@ -307,6 +312,7 @@ impl RunArgs {
             interval: self.interval,
             format: self.format,
             output: self.output.clone(),
+            flamegraph: self.flamegraph.clone(),
             mode: self.mode,
             verbose: self.verbose,
             btf: self.btf.clone(),

@@ -1223,4 +1223,15 @@ fn folded_output_without_a_stack_count_is_refused() {
         text(&out.stderr),
         "fslat: error: -f folded shows `count() by kstack` and `count() by ustack` aggregations, and this program has none: count by a stack (`session vfs_read { count() by kstack }`)\n"
     );
+    let out = fslat(&[
+        "--flamegraph",
+        "/nonexistent/f.svg",
+        "-e",
+        "session vfs_read { count() by comm }",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).starts_with("fslat: error: --flamegraph shows `count() by kstack`"),
+        "{out:?}"
+    );
 }

@@ -20,6 +20,8 @@ pub struct Options {
     pub format: Format,
     /// Events, or the emitted C or object, go here instead of standard output.
     pub output: Option<PathBuf>,
+    /// `--flamegraph FILE.svg`: draw the stack counts there at the end of the run.
+    pub flamegraph: Option<PathBuf>,
     pub mode: ModeChoice,
     pub verbose: bool,
     /// Kernel types from this BTF file instead of the running kernel's.

@@ -7,6 +7,7 @@ use crate::build::Compiler;
 use crate::check::program::Program;
 use crate::child::HeldChild;
 use crate::codegen::Mode;
+use crate::output::flame::{self, Flames, WithFlames};
 use crate::output::{FoldedWriter, JsonWriter, TextWriter, Writer};
 use crate::runtime::{self, DEFAULT_RING_SIZE, Settings, signals};
 use std::io::Write;
@@ -37,6 +38,10 @@ pub fn run_object(
 ) -> Result<(), Error> {
     interrupted()?;
     check_stack_output(program, opts)?;
+    let started = (
+        crate::output::interval::IntervalStamp::now(0),
+        std::time::Instant::now(),
+    );
 
     // Exporters are up before anything is loaded: a port in use ends the run here.
     let otlp = crate::metrics::otlp_settings(&opts.otlp, |name| std::env::var(name).ok())
@@ -132,11 +137,16 @@ pub fn run_object(
             crate::stderr_line!("fslat: error: the command could not start: {e}");
         }
     };
+    let mut flames = Flames::new(program);
+    let mut with_flames = WithFlames {
+        inner: writer.as_mut(),
+        flames: &mut flames,
+    };
     let outcome = runtime::run(
         program,
         object,
         &settings,
-        writer.as_mut(),
+        &mut with_flames,
         &mut attached,
         &mut || {
             !signals::stop_requested()
@@ -152,6 +162,19 @@ pub fn run_object(
         p.finish();
     }
     let outcome = outcome?;
+    if let Some(path) = &opts.flamegraph {
+        let target = match (&opts.cmd, opts.pid) {
+            (Some(cmd), _) => format!("-c {cmd}"),
+            (None, Some(pid)) => format!("-p {pid}"),
+            (None, None) => "all processes".to_string(),
+        };
+        let run = format!(
+            "fslat run of {}, {:.1} s, {target}",
+            started.0.time(),
+            started.1.elapsed().as_secs_f64()
+        );
+        draw_flames(&flames, path, &run)?;
+    }
     if outcome.bad_records > 0 {
         crate::stderr_line!(
             "fslat: warning: {} record(s) did not match their event layout and were not printed (a bug in fslat; please report it)",
@@ -201,11 +224,46 @@ fn command_status(wait_status: i32) -> Result<(), Error> {
     }
 }
 
-/// `-f folded` shows only stack counts: a program with none is refused before it is
-/// built.
+/// `-f folded` and `--flamegraph` show only stack counts: a program with none is refused
+/// before it is built.
 fn check_stack_output(program: &Program, opts: &Options) -> Result<(), Error> {
     if opts.format == Format::Folded && crate::output::stack_counts(program).is_empty() {
         return Err(Error::NoStackCount("-f folded"));
+    }
+    if opts.flamegraph.is_some() && crate::output::stack_counts(program).is_empty() {
+        return Err(Error::NoStackCount("--flamegraph"));
+    }
+    Ok(())
+}
+
+/// `--flamegraph`: one SVG per stack count (`Flames::files`), titled with its session and
+/// aggregation over `run`. A stack count with no rows draws nothing, and says so.
+fn draw_flames(flames: &Flames, path: &std::path::Path, run: &str) -> Result<(), Error> {
+    for (g, file) in flames.graphs.iter().zip(flames.files(path)) {
+        if g.counts.is_empty() {
+            crate::stderr_line!(
+                "fslat: warning: --flamegraph: {} of session {} counted no stacks; {} was not written",
+                g.name,
+                g.session,
+                file.display()
+            );
+            continue;
+        }
+        let title = format!("{}: {} ({})", g.session, g.title, g.name);
+        let write = || -> std::io::Result<()> {
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&file)?);
+            flame::svg(&title, run, &g.counts, &mut out)?;
+            out.flush()
+        };
+        write().map_err(|source| Error::Write {
+            path: file.display().to_string(),
+            source,
+        })?;
+        crate::stderr_line!(
+            "fslat: flame graph of {} written to {}",
+            g.name,
+            file.display()
+        );
     }
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! C struct from.
 
 pub mod buckets;
+pub mod flame;
 mod folded;
 pub mod interval;
 mod json;

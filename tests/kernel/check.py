@@ -21,11 +21,18 @@
                                         CALLS groups of DEPTH events, FIELD 1..DEPTH in
                                         each, latencies never shorter outwards
 
+    check.py flame SVG TITLE FRAME... N an SVG fslat drew with --flamegraph: its title
+                                        starts with TITLE (`+` for a space), and the
+                                        frames, root first, are stacked one on another
+                                        (each directly above the one before, inside
+                                        its width) with N calls each; stdin unused
+
 Prints what it measured; exits 1 with the reason when a check fails.
 """
 
 import json
 import math
+import re
 import sys
 
 QUANTILES = [("p50", 0.50), ("p90", 0.90), ("p99", 0.99), ("p99.9", 0.999)]
@@ -164,8 +171,41 @@ def nested(field, depth, calls):
             fail(f"call {g}: an outer call is shorter than one inside it")
 
 
+def flame(path, title, chain, calls):
+    svg = open(path, encoding="utf-8").read()
+    m = re.search(r'<text id="title"[^>]*>([^<]*)<', svg)
+    got = m.group(1) if m else None
+    print(f"title: {got!r}")
+    if got is None or not got.startswith(title.replace("+", " ")):
+        fail(f"the title does not start with {title!r}")
+    boxes = {}
+    for name, n, x, y, w in re.findall(
+        r'<title>([^<]*?) \((\d+) calls, [^<]*</title><rect x="([\d.]+)%" y="(\d+)" width="([\d.]+)%"',
+        svg,
+    ):
+        boxes.setdefault(name, []).append((int(n), float(x), int(y), float(w)))
+    below = None
+    for name in chain:
+        fits = [
+            b
+            for b in boxes.get(name, [])
+            if b[0] == calls
+            and (
+                below is None
+                or (b[2] < below[2] and below[1] <= b[1] and b[1] + b[3] <= below[1] + below[3] + 1e-3)
+            )
+        ]
+        print(f"{name}: {boxes.get(name)}")
+        if not fits:
+            fail(f"no box {name!r} of {calls} calls above {below}")
+        below = max(fits, key=lambda b: b[2])
+
+
 def main():
     what = sys.argv[1]
+    if what == "flame":
+        flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))
+        return
     if what == "nested":
         nested(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
         return
