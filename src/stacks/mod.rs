@@ -336,4 +336,71 @@ mod tests {
         ];
         assert_eq!(names(callers(fsession, false)), ["__x64_sys_pread64"]);
     }
+
+    /// A user frame of `pid` at `addr`, symbolized as a traced process's would be.
+    fn user_symbol(pid: u32, addr: u64) -> Option<String> {
+        let table = StackTable::new(None, None, Mode::Fentry);
+        table.announce(pid);
+        table.user_frames(pid, &[addr]).remove(0).symbol
+    }
+
+    #[inline(never)]
+    fn a_rust_function_in_this_test() -> u64 {
+        std::hint::black_box(7)
+    }
+
+    #[test]
+    fn rust_user_frames_are_demangled() {
+        let addr = a_rust_function_in_this_test as *const () as u64;
+        assert_eq!(a_rust_function_in_this_test(), 7);
+        assert_eq!(
+            user_symbol(std::process::id(), addr).as_deref(),
+            Some("fslat::stacks::tests::a_rust_function_in_this_test")
+        );
+    }
+
+    #[test]
+    fn cpp_user_frames_are_demangled_with_spaces_cleaned() {
+        use std::io::{BufRead, Write};
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("app.cpp");
+        std::fs::write(
+            &src,
+            r#"#include <cstdio>
+namespace shop { struct Till { static int ring(int n, const char *why); }; }
+int shop::Till::ring(int n, const char *why) { return n + why[0]; }
+int main() {
+    std::printf("%p\n", (void *)&shop::Till::ring);
+    std::fflush(stdout);
+    return std::getchar() + shop::Till::ring(1, "x") > 0 ? 0 : 1;
+}
+"#,
+        )
+        .unwrap();
+        let bin = dir.path().join("app");
+        let built = std::process::Command::new("g++")
+            .args(["-O0", "-g0", "-o"])
+            .arg(&bin)
+            .arg(&src)
+            .status()
+            .expect("g++ runs (Debian: apt-get install g++)");
+        assert!(built.success());
+        let mut app = std::process::Command::new(&bin)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(app.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = u64::from_str_radix(line.trim().trim_start_matches("0x"), 16).unwrap();
+        let symbol = user_symbol(app.id(), addr);
+        app.stdin.take().unwrap().write_all(b"\n").unwrap();
+        app.wait().unwrap();
+        assert_eq!(
+            symbol.as_deref(),
+            Some("shop::Till::ring(int,_char_const*)")
+        );
+    }
 }
