@@ -1213,25 +1213,21 @@ fn the_agent_unit_is_hardened_to_an_exposure_of_4_or_less() {
     assert!(level <= 4.0, "exposure {level}:\n{report}");
 }
 
-/// `-f folded` shows stack counts only: a program without one is refused before anything
+/// `-f folded` and `--flamegraph` show stack counts only: a program without one is refused before anything
 /// is built or loaded (so on this host too), saying what to add.
 #[test]
 fn folded_output_without_a_stack_count_is_refused() {
-    let out = fslat(&["-f", "folded", "-e", "session vfs_read { count() by comm }"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert_eq!(
-        text(&out.stderr),
-        "fslat: error: -f folded shows `count() by kstack` and `count() by ustack` aggregations, and this program has none: count by a stack (`session vfs_read { count() by kstack }`)\n"
-    );
-    let out = fslat(&[
-        "--flamegraph",
-        "/nonexistent/f.svg",
-        "-e",
-        "session vfs_read { count() by comm }",
-    ]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(
-        text(&out.stderr).starts_with("fslat: error: --flamegraph shows `count() by kstack`"),
-        "{out:?}"
-    );
+    for (option, value, named) in [
+        ("-f", "folded", "-f folded"),
+        ("--flamegraph", "/nonexistent/f.svg", "--flamegraph"),
+    ] {
+        let out = fslat(&[option, value, "-e", "session vfs_read { count() by comm }"]);
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert_eq!(
+            text(&out.stderr),
+            format!(
+                "fslat: error: {named} shows `count() by kstack` and `count() by ustack` aggregations, and this program has none: count by a stack (`session vfs_read {{ count() by kstack }}`)\n"
+            )
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! `--flamegraph FILE.svg`: the stack counts of a run drawn by inferno (the port of
 //! flamegraph.pl) as interactive SVGs, from the lines `-f folded` prints.
 
-use super::folded::{is_stack_count, lines};
+use super::folded::{lines, stack_count_aggregations};
 use super::interval::IntervalStamp;
 use super::{AggResult, Summary, Writer};
 use crate::check::program::{EventSchema, Program};
@@ -31,19 +31,12 @@ pub struct Flames {
 
 impl Flames {
     pub fn new(program: &Program) -> Self {
-        let graphs = program
-            .sessions
-            .iter()
-            .flat_map(|s| {
-                s.aggregations
-                    .iter()
-                    .filter(|a| is_stack_count(a))
-                    .map(|a| Graph {
-                        session: s.label.clone(),
-                        name: a.name.clone(),
-                        title: a.title.clone(),
-                        counts: BTreeMap::new(),
-                    })
+        let graphs = stack_count_aggregations(program)
+            .map(|(s, a)| Graph {
+                session: s.label.clone(),
+                name: a.name.clone(),
+                title: a.title.clone(),
+                counts: BTreeMap::new(),
             })
             .collect();
         Flames { graphs }

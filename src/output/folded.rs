@@ -4,28 +4,33 @@
 
 use super::interval::IntervalStamp;
 use super::{AggResult, AggValue, Summary, Value, Writer};
-use crate::check::program::{Aggregation, EventSchema, FieldKind, Program};
+use crate::check::program::{Aggregation, EventSchema, FieldKind, Program, Session};
 use crate::stacks::StackTable;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::rc::Rc;
 
 /// Whether `a` makes a flame graph: a `count()` with a `kstack` or `ustack` key.
-pub fn is_stack_count(a: &Aggregation) -> bool {
+fn is_stack_count(a: &Aggregation) -> bool {
     a.func.name() == "count" && a.keys.iter().any(|k| matches!(k.kind, FieldKind::Stack(_)))
+}
+
+/// The stack counts of `program` with their sessions, in program order.
+pub fn stack_count_aggregations(
+    program: &Program,
+) -> impl Iterator<Item = (&Session, &Aggregation)> {
+    program.sessions.iter().flat_map(|s| {
+        s.aggregations
+            .iter()
+            .filter(|a| is_stack_count(a))
+            .map(move |a| (s, a))
+    })
 }
 
 /// The stack counts of `program`: (session label, aggregation name), in program order.
 pub fn stack_counts(program: &Program) -> Vec<(String, String)> {
-    program
-        .sessions
-        .iter()
-        .flat_map(|s| {
-            s.aggregations
-                .iter()
-                .filter(|a| is_stack_count(a))
-                .map(|a| (s.label.clone(), a.name.clone()))
-        })
+    stack_count_aggregations(program)
+        .map(|(s, a)| (s.label.clone(), a.name.clone()))
         .collect()
 }
 

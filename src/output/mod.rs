@@ -11,7 +11,7 @@ pub mod percentiles;
 mod stacks;
 mod text;
 
-pub use folded::{FoldedWriter, is_stack_count, stack_counts};
+pub use folded::{FoldedWriter, stack_counts};
 pub use json::JsonWriter;
 pub use stacks::stack_text;
 pub use text::TextWriter;
