@@ -24,13 +24,21 @@ fn slow_read_script_renders_one_fsession_program() {
 }
 
 /// A user-space session in each of its modes: the program's shape, and clang accepts it.
-/// The file is this test binary (x86-64, with symbols).
+/// The file is tests/kernel/user's program, built here with DWARF: `greet(const char *name)`.
 #[test]
 fn user_sessions_render_and_compile_in_each_mode() {
-    let exe = std::env::current_exe().expect("test binary");
+    let dir = tempfile::tempdir().unwrap();
+    let built = std::process::Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/kernel/user/build"
+    ))
+    .arg(dir.path())
+    .status()
+    .expect("tests/kernel/user/build runs (it needs gcc)");
+    assert!(built.success());
     let script = format!(
-        "session {}:main where arg0 == 1 {{ emit arg0, ret, latency, str(arg1) as s, ustack; count() by func }}",
-        exe.display()
+        "session {}:greet where ret > 1 {{ emit name, str(arg0, 4) as s, ret, latency, ustack; count() by func }}",
+        dir.path().join("ufunc").display()
     );
     let clang = crate::build::find_clang(None).expect("clang");
     let compiler = crate::build::Compiler::new(clang, false).unwrap();
