@@ -27,15 +27,7 @@ fn slow_read_script_renders_one_fsession_program() {
 /// The file is tests/kernel/user's program, built here with DWARF: `greet(const char *name)`.
 #[test]
 fn user_sessions_render_and_compile_in_each_mode() {
-    let dir = tempfile::tempdir().unwrap();
-    let built = std::process::Command::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/kernel/user/build"
-    ))
-    .arg(dir.path())
-    .status()
-    .expect("tests/kernel/user/build runs (it needs gcc)");
-    assert!(built.success());
+    let dir = crate::elf::test_programs();
     let script = format!(
         "session {}:greet where ret > 1 {{ emit name, str(arg0, 4) as s, ret, latency, ustack; count() by func }}",
         dir.path().join("ufunc").display()

@@ -41,3 +41,19 @@ pub enum ElfError {
     #[error("the command `{0}` is not a file nor on PATH")]
     NoCommand(String),
 }
+
+/// Tests: tests/kernel/user's programs (`ufunc`, `ufunc-pie`, `libufunc.so`), built with
+/// DWARF by its build script (gcc) in a new directory.
+#[cfg(test)]
+pub(crate) fn test_programs() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let built = std::process::Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/kernel/user/build"
+    ))
+    .arg(dir.path())
+    .status()
+    .expect("tests/kernel/user/build runs (it needs gcc)");
+    assert!(built.success(), "tests/kernel/user/build failed");
+    dir
+}

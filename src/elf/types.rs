@@ -249,15 +249,7 @@ mod tests {
 
     /// tests/kernel/user's program, built with DWARF in a new directory.
     fn ufunc() -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let built = std::process::Command::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/kernel/user/build"
-        ))
-        .arg(dir.path())
-        .status()
-        .expect("tests/kernel/user/build runs (it needs gcc)");
-        assert!(built.success());
+        let dir = super::super::test_programs();
         let exe = dir.path().join("ufunc");
         (dir, exe)
     }
