@@ -233,29 +233,56 @@ impl State {
                     .collect(),
                 sum: sum.wrapping_sub(*s0),
             },
-            (State::Pct { pct, interval_max }, Some(State::Pct { pct: then, .. })) => State::Pct {
-                pct: Pct {
-                    slots: pct
-                        .slots
-                        .iter()
-                        .zip(&then.slots)
-                        .map(|(a, b)| a.saturating_sub(*b))
-                        .collect(),
-                    negative: pct.negative.saturating_sub(then.negative),
-                    max: *interval_max,
-                    sum: pct.sum.wrapping_sub(then.sum),
-                },
-                interval_max: *interval_max,
-            },
+            (State::Pct { pct, interval_max }, Some(State::Pct { pct: then, .. })) => {
+                let slots: Vec<u64> = pct
+                    .slots
+                    .iter()
+                    .zip(&then.slots)
+                    .map(|(a, b)| a.saturating_sub(*b))
+                    .collect();
+                State::Pct {
+                    pct: Pct {
+                        max: max_of_counted(&slots, *interval_max),
+                        slots,
+                        negative: pct.negative.saturating_sub(then.negative),
+                        sum: pct.sum.wrapping_sub(then.sum),
+                    },
+                    interval_max: *interval_max,
+                }
+            }
             (State::Pct { pct, interval_max }, None) => State::Pct {
                 pct: Pct {
-                    max: *interval_max,
+                    max: max_of_counted(&pct.slots, *interval_max),
                     ..pct.clone()
                 },
                 interval_max: *interval_max,
             },
             (now, _) => now.clone(),
         }
+    }
+}
+
+/// An interval's `percentiles` max, made to agree with the values the interval counted.
+/// The counts are differences of the shared histogram, the max is each CPU's max tagged
+/// with the interval: an update the kernel makes while user space starts the next interval
+/// can land its count in one interval and its max in the other (7.2 runs programs
+/// preemptibly, so the gap can be long). The biggest value counted lies in the highest
+/// bucket with a count: the tagged max when it lies in that bucket, else (its value went
+/// to the neighbouring interval) the bucket's midpoint, as the percentiles are shown. Only
+/// an interval of negative values alone keeps the tagged max (none: `max=-`).
+fn max_of_counted(slots: &[u64], tagged: Option<i64>) -> Option<i64> {
+    let Some(top) = slots.iter().rposition(|&n| n > 0) else {
+        return tagged.filter(|&m| m < 0);
+    };
+    let range = crate::output::buckets::pct_range(top);
+    let within = |m: i64| {
+        m >= 0
+            && range.lo.is_none_or(|lo| m as u64 >= lo)
+            && range.hi.is_none_or(|hi| (m as u64) < hi)
+    };
+    match tagged {
+        Some(m) if within(m) => Some(m),
+        _ => Some(crate::output::buckets::pct_value(top).min(i64::MAX as u64) as i64),
     }
 }
 
@@ -337,6 +364,49 @@ pub fn help() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pct_state(values: &[i64], interval_max: Option<i64>) -> State {
+        let mut pct = Pct::empty();
+        for &v in values {
+            pct.slots[crate::output::buckets::pct_slot(v as u64)] += 1;
+        }
+        pct.max = values.iter().copied().max();
+        State::Pct { pct, interval_max }
+    }
+
+    fn interval_max(now: &State, then: Option<&State>) -> Option<i64> {
+        match now.since(then) {
+            State::Pct { pct, .. } => pct.max,
+            _ => panic!("percentiles"),
+        }
+    }
+
+    #[test]
+    fn an_interval_that_counted_values_always_has_a_max_of_what_it_counted() {
+        let then = pct_state(&[5_000, 7_000], Some(7_000));
+        // The tagged max is one of the interval's values: exact.
+        let now = pct_state(&[5_000, 7_000, 9_000, 12_000], Some(12_000));
+        assert_eq!(interval_max(&now, Some(&then)), Some(12_000));
+        // 12000 counted here, but its max update went to the next interval (untagged):
+        // the max is the midpoint of the bucket that holds 12000, never `-`.
+        let lost = pct_state(&[5_000, 7_000, 9_000, 12_000], None);
+        let shown = interval_max(&lost, Some(&then)).expect("a max");
+        let range = crate::output::buckets::pct_range(crate::output::buckets::pct_slot(12_000));
+        assert!((range.lo.unwrap()..range.hi.unwrap()).contains(&(shown as u64)));
+        // A max tagged here whose count went to the next interval is not what was counted.
+        let ahead = pct_state(&[5_000, 7_000, 9_000], Some(40_000));
+        let shown = interval_max(&ahead, Some(&then)).expect("a max");
+        let range = crate::output::buckets::pct_range(crate::output::buckets::pct_slot(9_000));
+        assert!((range.lo.unwrap()..range.hi.unwrap()).contains(&(shown as u64)));
+        // The first interval (nothing earlier) follows the same rule.
+        assert_eq!(
+            interval_max(&pct_state(&[3, 20], None), None),
+            Some(20),
+            "below 32 a bucket is one value"
+        );
+        // Nothing counted: no max.
+        assert_eq!(interval_max(&then, Some(&then)), None);
+    }
 
     /// The grammar names the aggregations it parses; they must be exactly `ALL`'s.
     #[test]

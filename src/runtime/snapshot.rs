@@ -5,7 +5,8 @@
 //! difference exactly. Two things cannot be differenced:
 //! - `percentiles`' max: the kernel keeps, per CPU, the max of the current interval
 //!   tagged with its generation (`resources::INTERVAL_MAP`, which user space bumps before each
-//!   read), next to the max over the run;
+//!   read), next to the max over the run; an update racing with that read is made to
+//!   agree with the interval's counts (`State::since`);
 //! - `min()` and `max()`: with `-i` they are over the run so far (docs/language.md).
 //!
 //! The metrics exporter reads the cumulative snapshots (`Snapshots::cumulative`).
