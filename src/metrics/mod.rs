@@ -36,6 +36,40 @@ pub struct Snapshot {
     pub aggregations: Vec<AggSeries>,
 }
 
+/// The mark on aggregations whose session lost calls: (name without `_total`, help).
+pub const AGGREGATION_MISSED: (&str, &str) = (
+    "fslat_aggregation_missed",
+    "Calls the kernel skipped in the aggregation's session: its values are low by up to this many (runs that count them: Linux 5.12+).",
+);
+
+impl Snapshot {
+    /// Per aggregation (its metric name, as `aggregation`) the calls its session's
+    /// programs skipped, where the kernel counts them.
+    pub fn aggregation_misses(&self) -> Vec<(Vec<(String, String)>, u64)> {
+        self.aggregations
+            .iter()
+            .filter_map(|a| {
+                let session = self.sessions.iter().find(|s| s.label == a.session)?;
+                let labels = vec![
+                    ("session".to_string(), a.session.clone()),
+                    ("aggregation".to_string(), a.metric_name()),
+                ];
+                Some((labels, session.missed?))
+            })
+            .collect()
+    }
+}
+
+impl AggSeries {
+    /// `fslat_NAME`, as exported (a counter's `_total` is the encoder's).
+    pub fn metric_name(&self) -> String {
+        format!(
+            "fslat_{}",
+            self.name.strip_suffix("_total").unwrap_or(&self.name)
+        )
+    }
+}
+
 /// One aggregation's rows.
 #[derive(Debug, Clone)]
 pub struct AggSeries {

@@ -533,6 +533,26 @@ pub fn request(s: &Snapshot) -> ExportMetricsServiceRequest {
             ..Default::default()
         });
     }
+    let marks = s.aggregation_misses();
+    if !marks.is_empty() {
+        let (name, help) = super::AGGREGATION_MISSED;
+        metrics.push(Metric {
+            name: name.to_string(),
+            description: help.to_string(),
+            data: Some(Data::Sum(Sum {
+                data_points: marks
+                    .iter()
+                    .map(|(labels, v)| {
+                        let attributes = labels.iter().map(|(k, v)| text(k, v)).collect();
+                        point(attributes, number_data_point::Value::AsInt(*v as i64))
+                    })
+                    .collect(),
+                aggregation_temporality: cumulative,
+                is_monotonic: true,
+            })),
+            ..Default::default()
+        });
+    }
     for a in &s.aggregations {
         metrics.push(aggregation(a, start, time, &point));
     }
@@ -624,7 +644,7 @@ fn aggregation(
         }),
     };
     Metric {
-        name: format!("fslat_{}", a.name.strip_suffix("_total").unwrap_or(&a.name)),
+        name: a.metric_name(),
         description: format!("{}: {}", a.session, a.title),
         data: Some(data),
         ..Default::default()

@@ -99,6 +99,16 @@ fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> Result<(), 
                 .encode_counter::<NoLabelSet, _, u64>(v, None)?;
         }
     }
+    let marks = s.aggregation_misses();
+    if !marks.is_empty() {
+        let (name, help) = super::AGGREGATION_MISSED;
+        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+        for (labels, v) in &marks {
+            family
+                .encode_family(labels)?
+                .encode_counter::<NoLabelSet, _, u64>(v, None)?;
+        }
+    }
     for a in &s.aggregations {
         encode_aggregation(a, encoder)?;
     }
@@ -109,7 +119,7 @@ fn encode_aggregation(
     a: &AggSeries,
     encoder: &mut DescriptorEncoder,
 ) -> Result<(), std::fmt::Error> {
-    let name = format!("fslat_{}", a.name.strip_suffix("_total").unwrap_or(&a.name));
+    let name = a.metric_name();
     let unit = if a.duration { " (seconds)" } else { "" };
     let help = format!("{}: {}{unit}.", a.session, a.title);
     let kind = match a.func.metric() {

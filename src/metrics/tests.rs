@@ -67,6 +67,9 @@ fn prometheus_text_has_counters_escaped_labels_and_cumulative_buckets() {
         "fslat_events_total{session=\"vfs_read\"} 3",
         "fslat_agg_lost_total{session=\"vfs_read\"} 4",
         "fslat_missed_total{session=\"vfs_read\"} 0",
+        "# TYPE fslat_aggregation_missed_total counter",
+        "fslat_aggregation_missed_total{session=\"vfs_read\",aggregation=\"fslat_reads\"} 0",
+        "fslat_aggregation_missed_total{session=\"vfs_read\",aggregation=\"fslat_lat\"} 0",
         "# TYPE fslat_reads_total counter",
         r#"fslat_reads_total{comm="a\"b\\c\nd"} 7"#,
         "# TYPE fslat_lat histogram",
@@ -153,6 +156,17 @@ fn otlp_request_carries_the_same_figures() {
         calls.data_points[0].value,
         Some(number_data_point::Value::AsInt(65))
     );
+    // Each aggregation carries its session's skipped calls, named by its metric.
+    let Some(Data::Sum(marks)) = &find("fslat_aggregation_missed").data else {
+        panic!()
+    };
+    let marked: Vec<String> = marks
+        .data_points
+        .iter()
+        .map(|p| format!("{:?}", p.attributes[1].value))
+        .collect();
+    assert_eq!(marked.len(), 2);
+    assert!(marked[0].contains("fslat_reads") && marked[1].contains("fslat_lat"));
     let Some(Data::Histogram(h)) = &find("fslat_lat").data else {
         panic!()
     };

@@ -145,6 +145,9 @@ impl<W: Write> Writer for JsonWriter<W> {
             "title": a.title,
             "rows": rows,
         });
+        if a.missed > 0 {
+            record["missed"] = json!(a.missed);
+        }
         if let Some(stamp) = &a.interval {
             record["interval"] = json!(stamp.index);
             record["time"] = json!(stamp.time());

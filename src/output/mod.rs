@@ -91,6 +91,9 @@ pub struct AggResult {
     pub rows: Vec<AggRow>,
     /// With `-i`: the interval these rows cover (else they cover the whole run).
     pub interval: Option<interval::IntervalStamp>,
+    /// Calls of the session the kernel skipped over the same span (runtime/misses.rs):
+    /// the rows are low by up to this many calls. 0: none (or not counted).
+    pub missed: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -131,6 +131,7 @@ fn hist_result(duration: bool, rows: Vec<(&str, Vec<(usize, u64)>)>) -> AggResul
             })
             .collect(),
         interval: None,
+        missed: 0,
     }
 }
 
@@ -238,6 +239,7 @@ fn percentiles_print_count_quantiles_and_max_on_one_line() {
             value: AggValue::Percentiles(p),
         }],
         interval: None,
+        missed: 0,
     };
     let mut out = Vec::new();
     TextWriter::new(&mut out).aggregation(&a).expect("writes");
@@ -274,6 +276,7 @@ fn lhist_rows_print_their_linear_bounds_in_text_and_json() {
             value: AggValue::Hist(vec![1, 2, 0, 1, 3]),
         }],
         interval: None,
+        missed: 0,
     };
     let mut out = Vec::new();
     TextWriter::new(&mut out).aggregation(&a).expect("writes");
@@ -345,6 +348,36 @@ fn calls_the_kernel_skipped_are_in_the_summary_only_when_there_are_some() {
 }
 
 #[test]
+fn an_aggregation_short_of_skipped_calls_is_marked_in_text_and_json() {
+    for missed in [0, 7] {
+        let a = AggResult {
+            missed,
+            ..hist_result(false, vec![("bash", vec![(3, 2)])])
+        };
+        let mut out = Vec::new();
+        TextWriter::new(&mut out).aggregation(&a).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let header = text.lines().next().unwrap();
+        let marked =
+            "vfs_read_hist_latency: vfs_read hist(latency) by comm (missed=7: low by up to 7)";
+        match missed {
+            0 => assert_eq!(
+                header,
+                "vfs_read_hist_latency: vfs_read hist(latency) by comm"
+            ),
+            _ => assert_eq!(header, marked),
+        }
+        let mut out = Vec::new();
+        JsonWriter::new(&mut out).aggregation(&a).unwrap();
+        let record: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        match missed {
+            0 => assert!(record.get("missed").is_none(), "{record}"),
+            _ => assert_eq!(record["missed"], 7),
+        }
+    }
+}
+
+#[test]
 fn stats_rows_print_count_average_and_total() {
     let func = crate::aggregate::AggFunc::named("stats").expect("stats");
     let stat = |count, sum| crate::aggregate::values::Stat {
@@ -369,6 +402,7 @@ fn stats_rows_print_count_average_and_total() {
             })
             .collect(),
         interval: None,
+        missed: 0,
     };
     let text = |a: &AggResult| {
         let mut out = Vec::new();
@@ -431,6 +465,7 @@ fn stack_count(name: &str, rows: Vec<(Vec<Value<'static>>, i64)>) -> AggResult {
             })
             .collect(),
         interval: None,
+        missed: 0,
     }
 }
 

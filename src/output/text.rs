@@ -216,7 +216,12 @@ impl<W: Write> Writer for TextWriter<W> {
 
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()> {
         let mut text = String::new();
-        let _ = writeln!(text, "{}: {} {}", a.name, a.session, a.title);
+        let _ = write!(text, "{}: {} {}", a.name, a.session, a.title);
+        if a.missed > 0 {
+            // The rows lack the calls the kernel skipped: said on the rows' own header.
+            let _ = write!(text, " (missed={}: low by up to {})", a.missed, a.missed);
+        }
+        text.push('\n');
         if a.rows.is_empty() {
             text.push_str("  (no calls)\n");
         }

@@ -104,6 +104,7 @@ impl AggSnapshot {
             key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
             rows,
             interval,
+            missed: 0,
         }
     }
 }
@@ -181,6 +182,8 @@ fn merge_shown<'r>(
 pub struct Snapshots {
     cumulative: Vec<AggSnapshot>,
     generation: u64,
+    /// Each session's skipped calls at the previous read.
+    missed: Vec<u64>,
 }
 
 impl Snapshots {
@@ -214,16 +217,19 @@ impl Snapshots {
             }
         }
         let now = read_all(obj, program, tag)?;
+        let missed = missed_per_session(obj, program);
         let mut out = Vec::new();
         for (i, (s, a)) in aggregations(program).enumerate() {
             let before = self.cumulative.get(i).cloned().unwrap_or_default();
-            out.push(
-                now[i]
-                    .since(&before)
-                    .result(a, &s.label, Some(stamp), stacks),
-            );
+            let mut result = now[i]
+                .since(&before)
+                .result(a, &s.label, Some(stamp), stacks);
+            let earlier = self.missed.get(s.index).copied().unwrap_or(0);
+            result.missed = missed[s.index].saturating_sub(earlier);
+            out.push(result);
         }
         self.cumulative = now;
+        self.missed = missed;
         Ok(out)
     }
 }
@@ -265,10 +271,22 @@ pub fn whole_run(
     stacks: Option<&StackTable>,
 ) -> Result<Vec<AggResult>, RuntimeError> {
     let all = read_all(obj, program, 1)?;
+    let missed = missed_per_session(obj, program);
     Ok(aggregations(program)
         .zip(&all)
-        .map(|((s, a), snap)| snap.result(a, &s.label, None, stacks))
+        .map(|((s, a), snap)| AggResult {
+            missed: missed[s.index],
+            ..snap.result(a, &s.label, None, stacks)
+        })
         .collect())
+}
+
+/// Each session's skipped calls so far (0 where the kernel does not count them).
+fn missed_per_session(obj: &libbpf_rs::Object, program: &Program) -> Vec<u64> {
+    super::misses::per_session(obj, program)
+        .into_iter()
+        .map(|n| n.unwrap_or(0))
+        .collect()
 }
 
 /// An aggregation key's values from the key's bytes, stacks symbolized when a table is
