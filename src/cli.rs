@@ -328,6 +328,7 @@ impl RunArgs {
             }),
             max_functions: self.max_functions,
             script_args: Vec::new(),
+            one_run: false,
         }
     }
 }
@@ -524,6 +525,7 @@ fn run(args: &Args) -> Result<(), Error> {
     let (name, text) = script_source(args)?;
     let opts = driver::Options {
         script_args: args.script_args.clone(),
+        one_run: true,
         ..args.run.options()
     };
     driver::run_script(&name, &text, args.emit, &opts)

@@ -7,6 +7,7 @@
 use crate::btf::{Btf, FEATURES, Feature, Features, KernelTypes};
 use crate::build::{cache_dir, find_clang};
 use std::io::Write;
+use std::os::fd::AsFd;
 use std::path::Path;
 use std::process::Command;
 
@@ -15,9 +16,7 @@ const JIT_PATH: &str = "/proc/sys/net/core/bpf_jit_enable";
 /// Attach targets for the test program, best first: `bpf_fentry_test1` exists for exactly
 /// this purpose and runs only when BPF's own self-tests call it.
 const PROBE_TARGETS: [&str; 2] = ["bpf_fentry_test1", "vfs_read"];
-const CAP_SYS_ADMIN: u32 = 21;
-const CAP_PERFMON: u32 = 38;
-const CAP_BPF: u32 = 39;
+use crate::sys::cap::{BPF as CAP_BPF, PERFMON as CAP_PERFMON, SYS_ADMIN as CAP_SYS_ADMIN};
 /// The kernel's ENOTSUPP (not a userspace errno): no BPF trampoline for this program.
 const ENOTSUPP: i32 = 524;
 
@@ -83,6 +82,10 @@ fn checks() -> Vec<Check> {
     let mut checks = vec![kernel_release()];
     let (privileges, privileged) = privileges();
     checks.push(privileges);
+    if privileged {
+        checks.push(while_tracing());
+    }
+    checks.push(locked_memory());
     let btf = Btf::vmlinux();
     checks.push(match &btf {
         Ok(b) => Check::ok("BTF", format!("{BTF_PATH} ({} types)", b.type_count())),
@@ -175,6 +178,71 @@ fn privileges() -> (Check, bool) {
         "run fslat with sudo, or give it CAP_BPF and CAP_PERFMON (setcap cap_bpf,cap_perfmon+ep)",
     );
     (check, false)
+}
+
+/// What a run keeps once attached (runtime/privileges.rs): tried for real, as the run
+/// does, on a map made for the purpose.
+fn while_tracing() -> Check {
+    const NAME: &str = "after attach";
+    match crate::sys::bpf::small_map() {
+        Ok(map) if crate::sys::bpf::fd_use_without_capabilities(map.as_fd()) => Check::ok(
+            NAME,
+            "this kernel lets fslat read its maps with no capability: a run drops them all once attached (kstack/ustack keep what symbolization reads)",
+        ),
+        Ok(_) => Check::ok(
+            NAME,
+            "this kernel checks CAP_BPF on every bpf(2) call (before Linux 6.5, unprivileged BPF off): a run keeps CAP_BPF once attached and drops the rest (kstack/ustack keep what symbolization reads)",
+        ),
+        Err(e) => Check::missing(
+            NAME,
+            format!("not tested: a test map could not be made: {e}"),
+            "see privileges above",
+        )
+        .optional(),
+    }
+}
+
+/// Linux before 5.11 charges BPF maps and programs to the locked-memory limit
+/// (RLIMIT_MEMLOCK); later kernels to the memory cgroup. libbpf raises the soft limit
+/// up to the hard one by itself.
+fn locked_memory() -> Check {
+    const NAME: &str = "locked memory";
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    if !charges_memlock(&release) {
+        return Check::ok(
+            NAME,
+            "not limited: Linux 5.11 and later charge BPF memory to the memory cgroup",
+        );
+    }
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let hard = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))
+        .and_then(|l| l.split_whitespace().nth(4))
+        .unwrap_or("unknown")
+        .to_string();
+    if hard == "unlimited" {
+        return Check::ok(
+            NAME,
+            "this kernel (before 5.11) charges BPF maps to the locked-memory limit; the hard limit is unlimited, which fslat raises the soft one to",
+        );
+    }
+    Check::missing(
+        NAME,
+        format!(
+            "this kernel (before 5.11) charges BPF maps to the locked-memory limit, and its hard limit is {hard} bytes: bigger programs (percentiles, many keys, a big -b) may not load"
+        ),
+        "run with `ulimit -l unlimited` (as root), LimitMEMLOCK=infinity in a systemd unit, or give fslat CAP_SYS_RESOURCE",
+    )
+    .optional()
+}
+
+/// Whether a kernel release (`5.10.0-32-cloud-amd64`) is before 5.11.
+fn charges_memlock(release: &str) -> bool {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    major != 0 && (major, minor) < (5, 11)
 }
 
 fn jit() -> Check {
@@ -440,4 +508,21 @@ fn cache() -> Check {
 
 fn writable(p: &Path) -> bool {
     crate::sys::can_write(p)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_kernels_before_5_11_charge_bpf_memory_to_the_locked_memory_limit() {
+        for (release, charged) in [
+            ("5.10.0-32-cloud-amd64", true),
+            ("4.19.0-27-amd64", true),
+            ("5.11.0", false),
+            ("6.1.0-28-cloud-amd64", false),
+            ("7.2.13+deb14-cloud-amd64", false),
+            ("", false),
+        ] {
+            assert_eq!(super::charges_memlock(release), charged, "{release}");
+        }
+    }
 }

@@ -36,6 +36,10 @@ pub struct Options {
     pub max_functions: usize,
     /// The script's arguments, `$1` first.
     pub script_args: Vec<String>,
+    /// The process runs this one program and ends (the command line): once attached,
+    /// it drops the capabilities the rest of the run does not need. The REPL, which
+    /// loads the next program, keeps them.
+    pub one_run: bool,
 }
 
 /// The ValueEnum derives give both front ends one list of the names they accept.

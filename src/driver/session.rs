@@ -119,6 +119,11 @@ pub fn run_object(
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
         verbose: opts.verbose,
         metrics: board,
+        // --flamegraph writes its files at the end, maybe into another user's directory.
+        keep_after_attach: opts.one_run.then(|| match opts.flamegraph {
+            Some(_) => crate::sys::cap::set(&[crate::sys::cap::DAC_OVERRIDE]),
+            None => 0,
+        }),
     };
     let mut writer = writer(opts, program)?;
     let child = std::cell::RefCell::new(child);

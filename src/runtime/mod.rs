@@ -5,6 +5,7 @@
 mod errors;
 mod misses;
 mod multi;
+mod privileges;
 pub mod signals;
 pub mod snapshot;
 mod user;
@@ -44,6 +45,10 @@ pub struct Settings {
     /// Where to publish the run's figures for `--listen` and `--otlp`, about once a second
     /// and once at the end.
     pub metrics: Option<std::sync::Arc<crate::metrics::Board>>,
+    /// `Some`: once attached, keep only these capabilities (bit n: capability n) and
+    /// what the rest of the run needs (runtime/privileges.rs); `None`: keep them all (the
+    /// REPL loads the next program).
+    pub keep_after_attach: Option<u64>,
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 256 * 1024;
@@ -228,6 +233,10 @@ pub fn run(
             started,
             stacks.as_deref(),
         )?);
+    }
+    // Before `Tracing`: whoever sees it sees the run with what it keeps.
+    if let Some(extra) = settings.keep_after_attach {
+        privileges::keep_what_the_run_needs(&obj, program, extra);
     }
     attached();
     let mut published = Instant::now();
@@ -563,6 +572,7 @@ mod tests {
             ring_size: DEFAULT_RING_SIZE,
             verbose: false,
             metrics: None,
+            keep_after_attach: None,
         };
         // `struct fslat_settings { __u32 target_tgid; __u64 target_cgroup; __u32
         // under_level; __u64 under_cgroup; }`: each u64 is 8-aligned, after 4 bytes of

@@ -194,3 +194,53 @@ pub fn prog_recursion_misses(prog: BorrowedFd) -> io::Result<Option<u64>> {
     let end = std::mem::offset_of!(libbpf_sys::bpf_prog_info, recursion_misses) + 8;
     Ok((len as usize >= end).then_some(info.recursion_misses))
 }
+
+/// Whether a thread that holds no capability can use a BPF object (a program or a map)
+/// through an fd it already holds. Linux 6.5 and later check privileges when an object
+/// is made; earlier kernels check CAP_BPF on every bpf(2) command while unprivileged BPF
+/// is disabled (Debian's default). Tried for real: a short-lived thread drops every
+/// capability and asks for `fd`'s information.
+pub fn fd_use_without_capabilities(fd: BorrowedFd) -> bool {
+    std::thread::scope(|s| {
+        s.spawn(|| super::drop_thread_capabilities().is_ok() && object_info(fd).is_ok())
+            .join()
+            .unwrap_or(false)
+    })
+}
+
+/// BPF_OBJ_GET_INFO_BY_FD into a zeroed buffer bigger than any kernel's info struct (the
+/// kernel accepts a longer buffer whose tail is zero, and fills what it knows).
+fn object_info(fd: BorrowedFd) -> io::Result<()> {
+    let mut info = [0u64; 64];
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: `info` is `len` zeroed bytes: every pointer field of the kernel's info
+    // struct is null, so the kernel writes only into it.
+    let rc = unsafe {
+        libbpf_sys::bpf_obj_get_info_by_fd(fd.as_raw_fd(), info.as_mut_ptr().cast(), &mut len)
+    };
+    if rc < 0 {
+        return Err(io::Error::from_raw_os_error(-rc));
+    }
+    Ok(())
+}
+
+/// A one-entry array map, for `doctor` to try `fd_use_without_capabilities` on.
+pub fn small_map() -> io::Result<OwnedFd> {
+    let name = CString::new("fslat_doctor").expect("no NUL");
+    // SAFETY: a valid name and no options; the fd returned is ours to own.
+    let fd = unsafe {
+        libbpf_sys::bpf_map_create(
+            libbpf_sys::BPF_MAP_TYPE_ARRAY,
+            name.as_ptr(),
+            4,
+            8,
+            1,
+            std::ptr::null(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a new fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}

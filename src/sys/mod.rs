@@ -21,28 +21,76 @@ pub fn euid() -> u32 {
 /// theirs, and threads this one starts from now on have none. For the threads that read
 /// network input.
 pub fn drop_thread_capabilities() -> io::Result<()> {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: libc::c_int,
+    keep_thread_capabilities(0).map(|_| ())
+}
+
+/// Capability numbers (linux/capability.h), as bits of the sets below.
+pub mod cap {
+    pub const DAC_OVERRIDE: u32 = 1;
+    pub const DAC_READ_SEARCH: u32 = 2;
+    pub const SYS_PTRACE: u32 = 19;
+    pub const SYS_ADMIN: u32 = 21;
+    pub const SYSLOG: u32 = 34;
+    pub const PERFMON: u32 = 38;
+    pub const BPF: u32 = 39;
+    pub const CHECKPOINT_RESTORE: u32 = 40;
+
+    /// The set of `caps`.
+    pub const fn set(caps: &[u32]) -> u64 {
+        let mut s = 0;
+        let mut i = 0;
+        while i < caps.len() {
+            s |= 1 << caps[i];
+            i += 1;
+        }
+        s
     }
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    // _LINUX_CAPABILITY_VERSION_3: two 32-bit words of each set.
-    let header = Header {
-        version: 0x2008_0522,
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3` (capget(2), capset(2)): two 32-bit words of each set.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const CAP_VERSION_3: u32 = 0x2008_0522;
+
+/// The calling thread's (effective, permitted) capability sets, bit n for capability n.
+pub fn thread_capabilities() -> io::Result<(u64, u64)> {
+    let mut header = CapHeader {
+        version: CAP_VERSION_3,
         pid: 0,
     };
-    let data = [Data {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget writes two data structs of the layout above, which live across the
+    // call; pid 0 is the calling thread.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let join = |lo: u32, hi: u32| u64::from(lo) | (u64::from(hi) << 32);
+    Ok((
+        join(data[0].effective, data[1].effective),
+        join(data[0].permitted, data[1].permitted),
+    ))
+}
+
+/// Keeps, of the calling thread's effective and permitted capabilities, only those in
+/// `keep` (bit n: capability n), and clears its inheritable and ambient sets, so nothing
+/// it runs inherits any. Per thread, as `drop_thread_capabilities`; what is dropped
+/// cannot be taken back. Returns the effective set kept.
+pub fn keep_thread_capabilities(keep: u64) -> io::Result<u64> {
+    let (effective, permitted) = thread_capabilities()?;
+    let (effective, permitted) = (effective & keep, permitted & keep);
     // SAFETY: prctl with integer arguments only. Linux before 4.3 has no ambient set
     // (EINVAL), and then nothing to clear.
     unsafe {
@@ -54,13 +102,22 @@ pub fn drop_thread_capabilities() -> io::Result<()> {
             0 as libc::c_ulong,
         )
     };
+    let header = CapHeader {
+        version: CAP_VERSION_3,
+        pid: 0,
+    };
+    let data = [0, 32].map(|shift| CapData {
+        effective: (effective >> shift) as u32,
+        permitted: (permitted >> shift) as u32,
+        inheritable: 0,
+    });
     // SAFETY: capset reads a header and two data structs of the layout above, which
     // live across the call; pid 0 is the calling thread.
     let r = unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) };
     if r != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(())
+    Ok(effective)
 }
 
 /// Whether this process may write `path` (access(2) with W_OK).
