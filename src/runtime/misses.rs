@@ -7,6 +7,7 @@
 //! on the session's own lost calls.
 
 use crate::check::program::Program;
+use crate::check::resources::ProgRole;
 use crate::sys::bpf::prog_recursion_misses;
 use std::os::fd::AsFd;
 
@@ -25,4 +26,33 @@ pub fn per_session(obj: &libbpf_rs::Object, program: &Program) -> Vec<Option<u64
         }
     }
     out
+}
+
+/// With `-v`: each program's own skips, where there were some (fentry mode tells the
+/// entry's from the return's).
+pub fn report_per_program(obj: &libbpf_rs::Object, program: &Program) {
+    let progs = program.progs();
+    for prog in obj.progs() {
+        let name = prog.name().to_string_lossy().into_owned();
+        let Some(p) = progs.get(&*name) else {
+            continue;
+        };
+        let Ok(Some(n)) = prog_recursion_misses(prog.as_fd()) else {
+            continue;
+        };
+        if n == 0 {
+            continue;
+        }
+        let role = match p.role {
+            ProgRole::Session => "entry and return",
+            ProgRole::Entry => "entry",
+            ProgRole::Exit => "return",
+            ProgRole::Multi => "entries and returns",
+        };
+        let label = program
+            .sessions
+            .get(p.session)
+            .map_or("?", |s| s.label.as_str());
+        crate::stderr_line!("fslat: {label}: program {name} ({role}) skipped {n} call(s)");
+    }
 }

@@ -361,6 +361,9 @@ pub fn run(
         return Err(RuntimeError::Output(e));
     }
 
+    if settings.verbose {
+        misses::report_per_program(&obj, program);
+    }
     let outcome = Outcome {
         summaries: summaries(&obj, program, settings, &events)?,
         bad_records: bad,
