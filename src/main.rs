@@ -10,6 +10,11 @@ fn main() {
             fslat::runtime::signals::unblock_in_this_thread();
             fslat::cli::main()
         });
+    // This thread only waits for that one (which took a copy of its capabilities): it
+    // needs none (docs/metrics.md, "Privileges").
+    if let Err(e) = fslat::sys::drop_thread_capabilities() {
+        fslat::stderr_line!("fslat: warning: cannot drop the waiting thread's capabilities ({e})");
+    }
     let status = match main.map(std::thread::JoinHandle::join) {
         Ok(Ok(status)) => status,
         Ok(Err(_)) => 101,
