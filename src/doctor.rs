@@ -144,11 +144,13 @@ fn kernel_release() -> Check {
     }
 }
 
-/// The effective capability set from /proc/self/status.
+/// The calling thread's effective capability set. Not /proc/self/status: that is the
+/// process's first thread, which gives up its capabilities once fslat's thread runs
+/// (src/main.rs).
 fn effective_caps() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
-    u64::from_str_radix(hex.trim(), 16).ok()
+    crate::sys::thread_capabilities()
+        .ok()
+        .map(|(effective, _)| effective)
 }
 
 /// The check, and whether loading BPF tracing programs is allowed to this process.
