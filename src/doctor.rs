@@ -193,7 +193,7 @@ fn while_tracing() -> Check {
         ),
         Ok(_) => Check::ok(
             NAME,
-            "this kernel checks CAP_BPF on every bpf(2) call (before Linux 6.5, unprivileged BPF off): a run keeps CAP_BPF once attached and drops the rest (kstack/ustack keep what symbolization reads)",
+            "this kernel checks CAP_BPF on every bpf(2) call (as Linux 5.10 does with unprivileged BPF off): a run keeps CAP_BPF once attached and drops the rest (kstack/ustack keep what symbolization reads)",
         ),
         Err(e) => Check::missing(
             NAME,

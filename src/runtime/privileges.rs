@@ -1,7 +1,8 @@
 //! After attach, the thread that runs the session keeps only the capabilities the rest
 //! of the run needs (docs/metrics.md, "Privileges"): loading and attaching needed CAP_BPF
 //! and CAP_PERFMON; reading the maps, the counters and the ring buffer needs nothing on
-//! Linux 6.5 and later, and CAP_BPF before (tried for real, `fd_use_without_capabilities`).
+//! the kernels tried here from 6.1 on, and CAP_BPF on 5.10 with unprivileged BPF off (tried
+//! for real, `fd_use_without_capabilities`).
 //! Symbolizing stacks reads other processes' memory maps and files and the kernel's
 //! symbols: a program with `kstack` or `ustack` keeps what that takes. The threads the
 //! network exporters run hold none at all (metrics/). The REPL, which loads the next
