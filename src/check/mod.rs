@@ -10,6 +10,7 @@ mod actions;
 mod agg_names;
 mod calls;
 mod cgroups;
+pub mod counters;
 mod expr;
 mod functions;
 mod lhist;

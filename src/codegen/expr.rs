@@ -6,6 +6,7 @@
 
 use super::ctypes::{c_int, struct_name};
 use crate::aggregate::{CValue, Start};
+use crate::check::counters::{self, Counter};
 use crate::check::program::*;
 use crate::check::resources::{COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP};
 use crate::syntax::ast::{BinOp, UnOp};
@@ -206,11 +207,14 @@ impl<'p> Phase<'p> {
                 });
                 format!("({now} - fslat_start)")
             }
-            Builtin::Kstack => self.declare("fslat_kstack", || {
-                format!("__s64 fslat_kstack = fslat_stackid(ctx, &{KSTACKS_MAP}, 0, fslat_c);")
-            }),
+            Builtin::Kstack => {
+                let c = self.counter(&counters::STACK_LOST);
+                self.declare("fslat_kstack", || {
+                    format!("__s64 fslat_kstack = fslat_stackid(ctx, &{KSTACKS_MAP}, 0, {c});")
+                })
+            }
             Builtin::Ustack => {
-                let c = self.counters();
+                let c = self.counter(&counters::STACK_LOST);
                 self.declare("fslat_ustack", || {
                     format!("__u64 fslat_ustack = fslat_ustackid(ctx, &{EVENTS_MAP}, {c});")
                 })
@@ -221,18 +225,21 @@ impl<'p> Phase<'p> {
         }
     }
 
-    /// The session's counters: the return phase has them (`fslat_c`); entry looks them
-    /// up when it needs them (a user session's `ustack`, taken at entry). May be NULL.
-    fn counters(&mut self) -> String {
+    /// A pointer to one of the session's counters: the return phase has them
+    /// (`fslat_c`); entry looks them up when it needs them (a user session's `ustack`,
+    /// taken at entry), and the pointer may be NULL.
+    fn counter(&mut self, c: &Counter) -> String {
+        let name = c.name;
         if self.at_return {
-            return "fslat_c".into();
+            return format!("&fslat_c->{name}");
         }
         let index = self.session.index;
-        self.declare("fslat_ec", || {
+        let ec = self.declare("fslat_ec", || {
             format!(
                 "__u32 fslat_ek = {index}; struct fslat_counters *fslat_ec = bpf_map_lookup_elem(&{COUNTERS_MAP}, &fslat_ek);"
             )
-        })
+        });
+        format!("({ec} ? &{ec}->{name} : NULL)")
     }
 
     fn pid_tgid(&mut self) -> String {
@@ -571,7 +578,7 @@ impl<'p> Phase<'p> {
         out.push(format!("if ({value})"));
         out.push(format!("\t{}", a.func.c_add(a, &value, &x)));
         out.push("else".into());
-        out.push("\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into());
+        out.push(format!("\t{}", counters::AGG_LOST.c_increment("fslat_c")));
         out.extend(a.func.c_after(a, &key, &value, &x));
         // Each aggregation gets its own scope: the key and value names are per block.
         let mut block = vec!["{".to_string()];
