@@ -316,9 +316,8 @@ impl Expr {
     /// Whether evaluating this needs the return phase.
     pub fn at_return(&self) -> bool {
         match &self.kind {
-            ExprKind::Ret
-            | ExprKind::Entry(_)
-            | ExprKind::Builtin(Builtin::Latency | Builtin::Kstack | Builtin::Ustack) => true,
+            ExprKind::Ret | ExprKind::Entry(_) => true,
+            ExprKind::Builtin(b) => super::builtins::def_of(*b).at_return,
             ExprKind::Read { base, .. }
             | ExprKind::Deref(base)
             | ExprKind::Path(base)

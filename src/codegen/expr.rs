@@ -6,6 +6,7 @@
 
 use super::ctypes::{c_int, struct_name};
 use crate::aggregate::{CValue, Start};
+use crate::check::builtins::{self, C};
 use crate::check::counters::{self, Counter};
 use crate::check::program::*;
 use crate::check::resources::{COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP};
@@ -192,34 +193,39 @@ impl<'p> Phase<'p> {
         self.declare(&name, || format!("{ty} {name} = ({ty})ctx[{slot}];"))
     }
 
+    /// A builtin's C, from `check::builtins`.
     fn builtin(&mut self, b: Builtin) -> String {
-        match b {
-            Builtin::Tgid => format!("(__u32)({} >> 32)", self.pid_tgid()),
-            Builtin::Pid => format!("(__u32){}", self.pid_tgid()),
-            Builtin::Uid => format!("(__u32){}", self.uid_gid()),
-            Builtin::Gid => format!("(__u32)({} >> 32)", self.uid_gid()),
-            Builtin::Cpu => "bpf_get_smp_processor_id()".into(),
-            Builtin::Cgroup | Builtin::CgroupName(_) => "bpf_get_current_cgroup_id()".into(),
-            Builtin::Ts => self.start(),
-            Builtin::Latency => {
-                let now = self.declare("fslat_now", || {
-                    "__u64 fslat_now = bpf_ktime_get_ns();".into()
-                });
-                format!("({now} - fslat_start)")
+        match builtins::def_of(b).c {
+            C::Expr(c) => {
+                type Read<'q> = fn(&mut Phase<'q>) -> String;
+                let mut out = c.to_string();
+                let values: [(&str, Read); 4] = [
+                    ("{pid_tgid}", Self::pid_tgid),
+                    ("{uid_gid}", Self::uid_gid),
+                    ("{start}", Self::start),
+                    ("{now}", Self::now),
+                ];
+                for (name, read) in values {
+                    if out.contains(name) {
+                        let v = read(self);
+                        out = out.replace(name, &v);
+                    }
+                }
+                out
             }
-            Builtin::Kstack => {
+            C::Stack(StackKind::Kernel) => {
                 let c = self.counter(&counters::STACK_LOST);
                 self.declare("fslat_kstack", || {
                     format!("__s64 fslat_kstack = fslat_stackid(ctx, &{KSTACKS_MAP}, 0, {c});")
                 })
             }
-            Builtin::Ustack => {
+            C::Stack(StackKind::User) => {
                 let c = self.counter(&counters::STACK_LOST);
                 self.declare("fslat_ustack", || {
                     format!("__u64 fslat_ustack = fslat_ustackid(ctx, &{EVENTS_MAP}, {c});")
                 })
             }
-            Builtin::Comm | Builtin::Func => {
+            C::String => {
                 unreachable!("comm and func are strings: strings go through string_ref or store")
             }
         }
@@ -251,6 +257,13 @@ impl<'p> Phase<'p> {
     fn uid_gid(&mut self) -> String {
         self.declare("fslat_uid_gid", || {
             "__u64 fslat_uid_gid = bpf_get_current_uid_gid();".into()
+        })
+    }
+
+    /// The clock now (in the return phase: the call's end).
+    fn now(&mut self) -> String {
+        self.declare("fslat_now", || {
+            "__u64 fslat_now = bpf_ktime_get_ns();".into()
         })
     }
 
