@@ -114,9 +114,10 @@ impl Checker<'_> {
                     failed = true;
                     continue;
                 }
-                let json = json_name(&name, &e.ty);
-                if let Some((other, _, _)) =
-                    fields.iter().find(|(n, _, f)| json_name(n, &f.ty) == json)
+                let json = json_name(&name, e.ty == Ty::Duration);
+                if let Some((other, _, _)) = fields
+                    .iter()
+                    .find(|(n, _, f)| json_name(n, f.ty == Ty::Duration) == json)
                 {
                     let other = other.clone();
                     self.error(span, DiagKind::JsonNameClash { name, other, json });
@@ -326,13 +327,5 @@ impl Checker<'_> {
                 .collect::<Vec<_>>()
                 .join(" "),
         })
-    }
-}
-
-/// The name a field of type `ty` has in JSON output: durations end in `_ns`.
-fn json_name(name: &str, ty: &Ty) -> String {
-    match ty {
-        Ty::Duration => format!("{name}_ns"),
-        _ => name.to_string(),
     }
 }

@@ -529,3 +529,14 @@ pub fn layout(kinds: &[FieldKind], header: u32) -> (Vec<u32>, u32) {
     }
     (offsets, offset.div_ceil(8) * 8)
 }
+
+/// The name a value has in JSON output: a duration's ends in `_ns` (`latency_ns`,
+/// `value_ns`, `p99_ns`). The checker refuses two event fields this makes one; the JSON
+/// writer names every field, key and aggregation figure by it.
+pub fn json_name(name: &str, duration: bool) -> String {
+    if duration {
+        format!("{name}_ns")
+    } else {
+        name.to_string()
+    }
+}
