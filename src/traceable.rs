@@ -2,7 +2,8 @@
 //! and the REPL's completion all apply. A function with BTF is traceable unless the BPF
 //! verifier refuses it (its deny list), it never returns, ftrace cannot hook it (when
 //! ftrace's list is known), or the trampolines cannot carry its arguments or its return
-//! value (a struct by value, too many argument registers).
+//! value (a struct by value, too many argument registers). Its functions are named by
+//! name or by a pattern (`glob_match`).
 
 use crate::btf::{FuncSig, KType, KernelTypes};
 use crate::kallsyms::Copies;
@@ -255,10 +256,67 @@ impl Traceable {
     }
 }
 
+/// The patterns a session or `-l` names functions by: `*` matches any run of characters,
+/// `?` any one character; everything else itself.
+pub fn glob_match(glob: &str, name: &str) -> bool {
+    let (g, n): (Vec<char>, Vec<char>) = (glob.chars().collect(), name.chars().collect());
+    let (mut gi, mut ni) = (0, 0);
+    // Where the last `*` was, and how much of `name` it has swallowed so far.
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match g.get(gi) {
+            Some('*') => {
+                star = Some((gi, ni));
+                gi += 1;
+            }
+            Some(&c) if c == '?' || c == n[ni] => {
+                gi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sg, sn)) => {
+                    gi = sg + 1;
+                    ni = sn + 1;
+                    star = Some((sg, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    g[gi..].iter().all(|&c| c == '*')
+}
+
+/// Whether a function name in a script or `-l` is a pattern.
+pub fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?'])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::btf::Fixture;
+
+    #[test]
+    fn glob_matches_star_and_question_mark() {
+        let cases = [
+            ("vfs_rea*", "vfs_read", true),
+            ("vfs_rea*", "vfs_readv", true),
+            ("vfs_rea*", "vfs_write", false),
+            ("*read", "vfs_read", true),
+            ("*read", "vfs_readv", false),
+            ("vfs_?ead", "vfs_read", true),
+            ("vfs_?ead", "vfs_rread", false),
+            ("*_*_*", "do_sys_openat2", true),
+            ("*", "", true),
+            ("", "x", false),
+            ("a*b*c", "aXbYbZc", true),
+            ("a*b*c", "aXbYbZ", false),
+            ("vfs_read", "vfs_read", true),
+        ];
+        for (glob, name, want) in cases {
+            assert_eq!(glob_match(glob, name), want, "{glob} vs {name}");
+        }
+    }
 
     fn why(rule: &Rule, name: &str) -> Option<Reason> {
         let k = Fixture::new();

@@ -481,7 +481,10 @@ fn scripted_repl_checks_entries_and_shows_c() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     // The first entry's diagnostic makes the scripted REPL's exit status 1.
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("error: unknown name `latncy`"), "{stderr}");
+    assert!(
+        stderr.contains("error[F0401]: unknown name `latncy`"),
+        "{stderr}"
+    );
     assert!(stderr.contains("--> <input>:1:24"), "{stderr}");
     assert!(stderr.contains("ok: vfs_read"), "{stderr}");
     assert!(stderr.contains("Mode fentry (fentry)."), "{stderr}");
@@ -1066,7 +1069,7 @@ fn words_after_the_script_are_its_arguments() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(
-        stderr.contains("error: `$2` is not given: the script was run with 1 argument\n"),
+        stderr.contains("error[F0405]: `$2` is not given: the script was run with 1 argument\n"),
         "{stderr}"
     );
     assert!(stderr.contains("`$3` is not given"), "{stderr}");

@@ -1,7 +1,7 @@
 //! A session's actions: the event an `emit` sends, with its fields laid out, and each
 //! aggregation with its key layout and name.
 
-use super::names::BUILTINS;
+use super::builtins;
 use super::program::*;
 use super::{COMM_CAP, Checked, Checker, MAX_KEYS, Reported, Scope, agg_names};
 use crate::aggregate::Args;
@@ -47,8 +47,8 @@ impl Checker<'_> {
                 if !matches!(p.ty, Ty::Int(_) | Ty::Bool) && !input_string {
                     continue;
                 }
-                let taken = reserved.contains(&p.name.as_str())
-                    || BUILTINS.iter().any(|(n, _)| *n == p.name);
+                let taken =
+                    reserved.contains(&p.name.as_str()) || builtins::by_name(&p.name).is_some();
                 let name = if taken {
                     format!("arg{i}")
                 } else {
@@ -114,9 +114,10 @@ impl Checker<'_> {
                     failed = true;
                     continue;
                 }
-                let json = json_name(&name, &e.ty);
-                if let Some((other, _, _)) =
-                    fields.iter().find(|(n, _, f)| json_name(n, &f.ty) == json)
+                let json = json_name(&name, e.ty == Ty::Duration);
+                if let Some((other, _, _)) = fields
+                    .iter()
+                    .find(|(n, _, f)| json_name(n, f.ty == Ty::Duration) == json)
                 {
                     let other = other.clone();
                     self.error(span, DiagKind::JsonNameClash { name, other, json });
@@ -326,13 +327,5 @@ impl Checker<'_> {
                 .collect::<Vec<_>>()
                 .join(" "),
         })
-    }
-}
-
-/// The name a field of type `ty` has in JSON output: durations end in `_ns`.
-fn json_name(name: &str, ty: &Ty) -> String {
-    match ty {
-        Ty::Duration => format!("{name}_ns"),
-        _ => name.to_string(),
     }
 }

@@ -7,9 +7,8 @@ use super::program::{Param, Scalar, Target, Ty};
 use super::{Checked, Checker, Scope, quote_list};
 use crate::btf::{FuncSig, KType};
 use crate::diag::{DiagKind, Diagnostic, closest};
-use crate::listing::{glob_match, is_glob};
 use crate::syntax::ast::{self, Span};
-use crate::traceable::Rule;
+use crate::traceable::{Rule, glob_match, is_glob};
 use std::collections::HashSet;
 use std::rc::Rc;
 

@@ -8,8 +8,10 @@
 
 mod actions;
 mod agg_names;
+pub mod builtins;
 mod calls;
 mod cgroups;
+pub mod counters;
 mod expr;
 mod functions;
 mod lhist;
@@ -23,9 +25,9 @@ pub mod resources;
 mod scratch;
 mod user;
 
+pub use builtins::builtin_names;
 pub use calls::CALLS;
 pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};
-pub use names::builtin_names;
 pub use operators::duration_literal;
 
 use crate::btf::KernelTypes;

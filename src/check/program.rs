@@ -316,9 +316,8 @@ impl Expr {
     /// Whether evaluating this needs the return phase.
     pub fn at_return(&self) -> bool {
         match &self.kind {
-            ExprKind::Ret
-            | ExprKind::Entry(_)
-            | ExprKind::Builtin(Builtin::Latency | Builtin::Kstack | Builtin::Ustack) => true,
+            ExprKind::Ret | ExprKind::Entry(_) => true,
+            ExprKind::Builtin(b) => super::builtins::def_of(*b).at_return,
             ExprKind::Read { base, .. }
             | ExprKind::Deref(base)
             | ExprKind::Path(base)
@@ -529,4 +528,15 @@ pub fn layout(kinds: &[FieldKind], header: u32) -> (Vec<u32>, u32) {
         offset += k.size();
     }
     (offsets, offset.div_ceil(8) * 8)
+}
+
+/// The name a value has in JSON output: a duration's ends in `_ns` (`latency_ns`,
+/// `value_ns`, `p99_ns`). The checker refuses two event fields this makes one; the JSON
+/// writer names every field, key and aggregation figure by it.
+pub fn json_name(name: &str, duration: bool) -> String {
+    if duration {
+        format!("{name}_ns")
+    } else {
+        name.to_string()
+    }
 }

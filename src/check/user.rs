@@ -9,8 +9,8 @@ use super::{Checker, quote_list};
 use crate::btf::{FuncSig, KernelTypes};
 use crate::diag::{DiagKind, Diagnostic, closest};
 use crate::elf::{self, UserTypes};
-use crate::listing::glob_match;
 use crate::syntax::ast;
+use crate::traceable::glob_match;
 use std::rc::Rc;
 
 impl Checker<'_> {

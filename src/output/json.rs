@@ -4,7 +4,7 @@
 use super::interval::IntervalStamp;
 use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
-use crate::check::program::{EventSchema, Linear};
+use crate::check::program::{EventSchema, Linear, json_name};
 use crate::stacks::StackTable;
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
@@ -27,10 +27,7 @@ impl<W: Write> JsonWriter<W> {
 }
 
 fn key(name: &str, v: &Value) -> String {
-    match v {
-        Value::Duration(_) => format!("{name}_ns"),
-        _ => name.to_string(),
-    }
+    json_name(name, matches!(v, Value::Duration(_)))
 }
 
 pub(super) fn json_value(v: &Value) -> Json {
@@ -72,24 +69,9 @@ impl<W: Write> Writer for JsonWriter<W> {
             "type": "summary",
             "session": s.label,
             "mode": s.mode,
-            "calls": s.calls,
-            "matched": s.matched,
-            "errors": s.errors,
-            "dropped": s.dropped,
-            "events": s.events,
-            "unpaired": s.unpaired,
         });
-        if let Some(lost) = s.agg_lost {
-            v["agg_lost"] = json!(lost);
-        }
-        if let Some(n) = s.functions {
-            v["functions"] = json!(n);
-        }
-        if let Some(lost) = s.stack_lost {
-            v["stack_lost"] = json!(lost);
-        }
-        if let Some(n) = s.missed.filter(|&n| n > 0) {
-            v["missed"] = json!(n);
+        for (name, n) in s.shown() {
+            v[name] = json!(n);
         }
         self.line(&v)
     }
@@ -104,15 +86,15 @@ impl<W: Write> Writer for JsonWriter<W> {
                 for (n, v) in a.key_names.iter().zip(&r.keys) {
                     keys.insert(key(n, v), json_value(v));
                 }
-                let value_key = if a.duration { "value_ns" } else { "value" };
+                let value_key = json_name("value", a.duration);
                 match &r.value {
                     AggValue::Number(n) => json!({"keys": keys, value_key: n}),
                     AggValue::Fields(fields) => {
                         let mut row = Map::new();
                         row.insert("keys".into(), Json::Object(keys));
                         for f in fields {
-                            let ns = if f.in_unit && a.duration { "_ns" } else { "" };
-                            row.insert(format!("{}{ns}", f.name), json!(f.value));
+                            let name = json_name(f.name, f.in_unit && a.duration);
+                            row.insert(name, json!(f.value));
                         }
                         Json::Object(row)
                     }
@@ -124,11 +106,8 @@ impl<W: Write> Writer for JsonWriter<W> {
                             .filter(|(_, c)| **c > 0)
                             .map(|(i, c)| {
                                 let (lo, hi) = bounds(i, a.duration, a.linear);
-                                let (lk, hk) = if a.duration {
-                                    ("min_ns", "max_ns")
-                                } else {
-                                    ("min", "max")
-                                };
+                                let (lk, hk) =
+                                    (json_name("min", a.duration), json_name("max", a.duration));
                                 json!({lk: lo, hk: hi, "count": c})
                             })
                             .collect();
@@ -177,7 +156,6 @@ impl<W: Write> Writer for JsonWriter<W> {
 /// `{"keys":..,"count":N,"p50_ns":..,"p90_ns":..,"p99_ns":..,"p99.9_ns":..,"max_ns":..,
 /// "negative":N}` (no `_ns` for integers); a percentile among negative values is `null`.
 fn percentile_row(keys: Map<String, Json>, p: &Pct, duration: bool) -> Json {
-    let suffix = if duration { "_ns" } else { "" };
     let mut row = Map::new();
     row.insert("keys".into(), Json::Object(keys));
     row.insert("count".into(), json!(p.count()));
@@ -186,10 +164,10 @@ fn percentile_row(keys: Map<String, Json>, p: &Pct, duration: bool) -> Json {
             Some(Quantile::Value(v)) => json!(v),
             _ => Json::Null,
         };
-        row.insert(format!("{name}{suffix}"), v);
+        row.insert(json_name(name, duration), v);
     }
     row.insert(
-        format!("max{suffix}"),
+        json_name("max", duration),
         p.max.map_or(Json::Null, |m| json!(m)),
     );
     row.insert("negative".into(), json!(p.negative));

@@ -1,6 +1,6 @@
 //! The script as written: every node carries its byte span in the source.
 
-pub type Span = std::ops::Range<usize>;
+pub use crate::diag::Span;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Script {

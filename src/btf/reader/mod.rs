@@ -155,40 +155,13 @@ fn name_hash(name: &[u8]) -> u64 {
     h
 }
 
-/// Every offset at which `needle` (non-empty) occurs in `hay`.
+/// Every offset at which `needle` occurs in `hay` (none for an empty needle). Occurrences
+/// do not overlap: the needles here are a name and its NUL.
 fn find_all(hay: &[u8], needle: &[u8]) -> Vec<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let mut found = Vec::new();
-    let Some((&first, _)) = needle.split_first() else {
-        return found;
-    };
-    let mut check = |i: usize| {
-        if hay.get(i..i + needle.len()) == Some(needle) {
-            found.push(i);
-        }
-    };
-    // Look for the first byte eight bytes at a time (SWAR), then check candidates.
-    let pattern = LO * u64::from(first);
-    let mut chunks = hay.chunks_exact(8);
-    let mut base = 0;
-    for c in &mut chunks {
-        let x = u64::from_le_bytes(<[u8; 8]>::try_from(c).unwrap_or_default()) ^ pattern;
-        if x.wrapping_sub(LO) & !x & HI != 0 {
-            for (k, &b) in c.iter().enumerate() {
-                if b == first {
-                    check(base + k);
-                }
-            }
-        }
-        base += 8;
+    if needle.is_empty() {
+        return Vec::new();
     }
-    for (k, &b) in chunks.remainder().iter().enumerate() {
-        if b == first {
-            check(base + k);
-        }
-    }
-    found
+    memchr::memmem::find_iter(hay, needle).collect()
 }
 
 /// A `Hasher` for keys that already are good hashes.

@@ -1,15 +1,5 @@
-//! Everything fslat says about a script: one `Diagnostic` type, all wording in
-//! `DiagKind::message`, rendered once with the source line and a caret.
-
-use crate::syntax::ast::Span;
-use std::fmt::Write as _;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Diagnostic {
-    pub span: Span,
-    pub kind: DiagKind,
-    pub hints: Vec<String>,
-}
+//! Every kind of diagnostic, with its stable code (`code`, listed in docs/language.md)
+//! and its one-line headline (`message`): every word fslat says about a script is here.
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum DiagKind {
@@ -264,6 +254,93 @@ pub enum DiagKind {
 }
 
 impl DiagKind {
+    /// Its stable code, shown in the message (`error[F0401]: ...`) and listed in
+    /// docs/language.md ("Error codes"). A code is never reused for another kind.
+    pub fn code(&self) -> &'static str {
+        use DiagKind::*;
+        match self {
+            Syntax { .. } => "F0101",
+            EmptyScript => "F0102",
+            IntegerTooLarge => "F0103",
+            DurationTooLarge => "F0104",
+            BadEscape(..) => "F0105",
+            NulInString => "F0106",
+            StringLiteralTooLong { .. } => "F0107",
+            FractionalDuration { .. } => "F0108",
+            UnknownKeyword { .. } => "F0109",
+            NotASession { .. } => "F0110",
+            AssignAsComparison => "F0111",
+            SingleQuotes => "F0112",
+            ForeignProbe { .. } => "F0201",
+            ForeignFilter => "F0202",
+            ForeignPrintf { .. } => "F0203",
+            ForeignVariable { .. } => "F0204",
+            ForeignMap => "F0205",
+            ForeignIf => "F0206",
+            UnknownFunction { .. } => "F0301",
+            Untraceable { .. } => "F0302",
+            ByValueStruct { .. } => "F0303",
+            NoFunctionMatches { .. } => "F0304",
+            TooManyFunctions { .. } => "F0305",
+            NotTracedHere { .. } => "F0306",
+            NotInEveryFunction { .. } => "F0307",
+            OtherTypeInFunction { .. } => "F0308",
+            NeedsFeature { .. } => "F0309",
+            UnknownName { .. } => "F0401",
+            UnknownCall { .. } => "F0402",
+            RetOfVoid { .. } => "F0403",
+            ArgOutOfRange { .. } => "F0404",
+            MissingPositional { .. } => "F0405",
+            PositionalZero => "F0406",
+            KernelOnlyName { .. } => "F0407",
+            CgroupNotFound { .. } => "F0408",
+            NoSuchField { .. } => "F0501",
+            ArrowOnValue { .. } => "F0502",
+            DotOnPointer { .. } => "F0503",
+            NotAStruct { .. } => "F0504",
+            Bitfield { .. } => "F0505",
+            Unreadable { .. } => "F0506",
+            DurationVsInteger => "F0507",
+            Mismatch { .. } => "F0508",
+            StringOperator { .. } => "F0509",
+            UnsignedVsNegative { .. } => "F0510",
+            UnsignedTautology { .. } => "F0511",
+            StructValue { .. } => "F0512",
+            WrongArgCount { .. } => "F0513",
+            BadArgType { .. } => "F0514",
+            DivisionByZero => "F0515",
+            TooDeep { .. } => "F0516",
+            TooManyOperators { .. } => "F0517",
+            ShiftOutOfRange { .. } => "F0518",
+            NotCondition { .. } => "F0519",
+            FormattedOperand { .. } => "F0520",
+            StackOperand { .. } => "F0521",
+            CgroupNameOperand { .. } => "F0522",
+            EntryOfReturnValue => "F0523",
+            StringTooLong { .. } => "F0524",
+            NeedsName => "F0601",
+            DuplicateField { .. } => "F0602",
+            BadKey { .. } => "F0603",
+            TooManyKeys => "F0604",
+            TooManyEntryValues { .. } => "F0605",
+            BadLhist { .. } => "F0606",
+            KeyNeedsName => "F0607",
+            DuplicateKey { .. } => "F0608",
+            JsonNameClash { .. } => "F0609",
+            TwoEmits => "F0610",
+            DuplicateAggName { .. } => "F0611",
+            TooManyStrings { .. } => "F0612",
+            KernelAndUserFunctions => "F0701",
+            TwoUserFiles { .. } => "F0702",
+            UserFile { .. } => "F0703",
+            NoMainExecutable => "F0704",
+            NoUserFunction { .. } => "F0705",
+            NoUserFunctionMatches { .. } => "F0706",
+            UserNeedsX86 => "F0707",
+            NotInRegister { .. } => "F0708",
+        }
+    }
+
     /// The one-line headline. Every word fslat says about a script is here.
     pub fn message(&self) -> String {
         use DiagKind::*;
@@ -514,214 +591,41 @@ fn one_of(words: &[&str]) -> String {
     }
 }
 
-impl Diagnostic {
-    pub fn new(span: Span, kind: DiagKind) -> Self {
-        Diagnostic {
-            span,
-            kind,
-            hints: Vec::new(),
-        }
-    }
-
-    pub fn hint(mut self, hint: impl Into<String>) -> Self {
-        self.hints.push(hint.into());
-        self
-    }
-}
-
-/// Where the script came from, for `file:line:col`.
-pub struct Source<'a> {
-    pub name: &'a str,
-    pub text: &'a str,
-}
-
-/// Renders diagnostics the one way fslat shows them:
-///
-/// ```text
-/// error: unknown name `latncy`
-///  --> slow.fsl:1:37
-///   |
-/// 1 | session vfs_read where tgid == 1 and latncy > 10ms
-///   |                                      ^^^^^^
-///   = hint: did you mean `latency`?
-/// ```
-pub fn render(source: &Source, diags: &[Diagnostic], color: bool) -> String {
-    let (red, blue, bold, reset) = if color {
-        ("\x1b[1;31m", "\x1b[1;34m", "\x1b[1m", "\x1b[0m")
-    } else {
-        ("", "", "", "")
-    };
-    let mut out = String::new();
-    for d in diags {
-        let start = d.span.start.min(source.text.len());
-        let end = d.span.end.clamp(start, source.text.len());
-        let line_start = source.text[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = source.text[start..]
-            .find('\n')
-            .map_or(source.text.len(), |i| start + i);
-        let line_no = source.text[..start].matches('\n').count() + 1;
-        let col = source.text[line_start..start].chars().count() + 1;
-        let line = &source.text[line_start..line_end];
-        let width = source.text[start..end.min(line_end)].chars().count().max(1);
-        let gutter = line_no.to_string().len();
-        let pad = " ".repeat(gutter);
-        let _ = writeln!(out, "{red}error{reset}{bold}: {}{reset}", d.kind.message());
-        let _ = writeln!(out, "{pad}{blue}-->{reset} {}:{line_no}:{col}", source.name);
-        let _ = writeln!(out, "{pad} {blue}|{reset}");
-        let _ = writeln!(
-            out,
-            "{blue}{line_no}{reset} {blue}|{reset} {}",
-            printable(line)
-        );
-        let _ = writeln!(
-            out,
-            "{pad} {blue}|{reset} {}{red}{}{reset}",
-            " ".repeat(col - 1),
-            "^".repeat(width)
-        );
-        for h in &d.hints {
-            let _ = writeln!(out, "{pad} {blue}={reset} hint: {h}");
-        }
-    }
-    out
-}
-
-/// Tabs and control characters would misplace the caret.
-fn printable(line: &str) -> String {
-    line.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
-}
-
-/// The closest candidates to `name`, best first, for "did you mean" hints: names that
-/// hold `name` as a whole `_`-separated part (`ksys_read` for `read`), shortest first,
-/// then names within a few typing mistakes of it.
-pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    let limit = (name.len() / 3).max(1) + 1;
-    let mut rows = Rows::default();
-    let mut holding = Vec::new();
-    let mut near = Vec::new();
-    for c in candidates {
-        if holds_word(c, name) {
-            holding.push((c.len(), c));
-        } else if c.len().abs_diff(name.len()) <= limit
-            && let Some(d) = rows.distance(name, c, limit)
-        {
-            near.push((d, c));
-        }
-    }
-    holding.sort();
-    near.sort();
-    holding
-        .into_iter()
-        .chain(near)
-        .take(3)
-        .map(|(_, c)| c)
-        .collect()
-}
-
-/// Whether `word` (3 bytes or more) is a whole `_`-separated part of the longer `name`.
-fn holds_word(name: &str, word: &str) -> bool {
-    word.len() >= 3
-        && name.len() > word.len()
-        && name.match_indices(word).any(|(at, _)| {
-            let end = at + word.len();
-            (at == 0 || name.as_bytes()[at - 1] == b'_')
-                && (end == name.len() || name.as_bytes()[end] == b'_')
-        })
-}
-
-/// Buffers for `distance`, reused across the ~60 000 names of a kernel.
-#[derive(Default)]
-struct Rows {
-    two_back: Vec<usize>,
-    prev: Vec<usize>,
-    cur: Vec<usize>,
-}
-
-impl Rows {
-    /// Optimal string alignment distance (`raed` for `read` is one mistake, not two), or
-    /// `None` as soon as it must exceed `limit`.
-    fn distance(&mut self, a: &str, b: &str, limit: usize) -> Option<usize> {
-        let (a, b) = (a.as_bytes(), b.as_bytes());
-        let n = b.len() + 1;
-        for row in [&mut self.two_back, &mut self.prev, &mut self.cur] {
-            row.clear();
-            row.resize(n, 0);
-        }
-        for (j, cell) in self.prev.iter_mut().enumerate() {
-            *cell = j;
-        }
-        for i in 1..=a.len() {
-            self.cur[0] = i;
-            let mut best = i;
-            for j in 1..n {
-                let cost = usize::from(a[i - 1] != b[j - 1]);
-                let mut d = (self.prev[j] + 1)
-                    .min(self.cur[j - 1] + 1)
-                    .min(self.prev[j - 1] + cost);
-                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                    d = d.min(self.two_back[j - 2] + 1);
-                }
-                self.cur[j] = d;
-                best = best.min(d);
-            }
-            if best > limit {
-                return None;
-            }
-            std::mem::swap(&mut self.two_back, &mut self.prev);
-            std::mem::swap(&mut self.prev, &mut self.cur);
-        }
-        Some(self.prev[n - 1]).filter(|d| *d <= limit)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    #[test]
-    fn suggests_transposed_function_name() {
-        let names = ["vfs_read", "vfs_write", "vfs_readv", "kernel_read"];
-        assert_eq!(closest("vfs_raed", names)[0], "vfs_read");
+    /// The codes `code` gives, in its order.
+    fn codes() -> Vec<&'static str> {
+        let source = include_str!("kinds.rs");
+        let body = source
+            .split("pub fn code(&self)")
+            .nth(1)
+            .and_then(|s| s.split("\n    }\n").next())
+            .expect("kinds.rs has `code`");
+        body.split('"')
+            .filter(|w| w.len() == 5 && w.starts_with('F'))
+            .collect()
     }
 
     #[test]
-    fn names_holding_the_word_come_before_typing_mistakes() {
-        let names = [
-            "jread",
-            "eat",
-            "vfs_read",
-            "ksys_read",
-            "vfs_readv",
-            "readahead",
-        ];
-        assert_eq!(closest("read", names), ["vfs_read", "ksys_read", "jread"]);
-        // A word inside another word is not a whole part; two letters are too few.
-        assert_eq!(
-            closest("ead", ["eat", "jread", "ead_x"]),
-            ["ead_x", "eat", "jread"]
-        );
-        assert!(closest("fs", ["vfs_read", "fs_read"]).is_empty());
+    fn every_kind_has_its_own_code() {
+        let codes = codes();
+        assert!(codes.len() > 70, "{codes:?}");
+        let mut seen = std::collections::HashSet::new();
+        for c in &codes {
+            assert!(c[1..].bytes().all(|b| b.is_ascii_digit()), "{c}");
+            assert!(seen.insert(c), "{c} twice");
+        }
     }
 
     #[test]
-    fn renders_caret_under_span() {
-        let src = Source {
-            name: "t.fsl",
-            text: "session vfs_read where latncy > 1ms",
-        };
-        let d = Diagnostic::new(
-            23..29,
-            DiagKind::UnknownName {
-                name: "latncy".into(),
-            },
-        )
-        .hint("did you mean `latency`?");
-        let text = render(&src, &[d], false);
-        assert_eq!(
-            text,
-            "error: unknown name `latncy`\n --> t.fsl:1:24\n  |\n1 | session vfs_read where latncy > 1ms\n  |                        ^^^^^^\n  = hint: did you mean `latency`?\n"
-        );
+    fn docs_list_every_code() {
+        let docs = include_str!("../../docs/language.md");
+        let listed: Vec<&str> = docs
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `F"))
+            .filter_map(|l| l.get(..4))
+            .collect();
+        let codes: Vec<String> = codes().iter().map(|c| c[1..].to_string()).collect();
+        assert_eq!(listed, codes);
     }
 }
