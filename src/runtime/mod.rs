@@ -3,6 +3,7 @@
 //! this order: detaches every program, drains the ring buffer, reads the counters.
 
 mod errors;
+mod memory;
 mod misses;
 mod multi;
 pub mod signals;
@@ -40,6 +41,9 @@ pub struct Settings {
     pub interval: Option<Duration>,
     /// Ring buffer size in bytes (a power of two, at least a page).
     pub ring_size: u32,
+    /// `--max-keys`: the distinct keys each aggregation map holds at most (its default:
+    /// the map's `max_entries` in the object).
+    pub max_keys: Option<u32>,
     pub verbose: bool,
     /// Where to publish the run's figures for `--listen` and `--otlp`, about once a second
     /// and once at the end.
@@ -75,6 +79,12 @@ pub fn run(
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<Outcome, RuntimeError> {
     errors::capture_libbpf_log(settings.verbose);
+    let aggregation_maps: HashSet<String> = program
+        .sessions
+        .iter()
+        .flat_map(|s| &s.aggregations)
+        .flat_map(|a| std::iter::once(a.map()).chain(a.max_map()))
+        .collect();
     let mut open = ObjectBuilder::default()
         .name("fslat")
         .map_err(RuntimeError::libbpf("naming the object"))?
@@ -93,6 +103,12 @@ pub fn run(
         } else if name == resources::EVENTS_MAP {
             map.set_max_entries(settings.ring_size)
                 .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;
+        } else if let Some(n) = settings.max_keys
+            && aggregation_maps.contains(&name)
+        {
+            map.set_max_entries(n).map_err(RuntimeError::libbpf(
+                "sizing an aggregation map (--max-keys)",
+            ))?;
         }
     }
     let progs = program.progs();
@@ -330,6 +346,9 @@ pub fn run(
                 "fslat: {label}: {n} entries left in the per-thread map at the end"
             );
         }
+        for map in obj.maps() {
+            crate::stderr_line!("fslat: {}", memory::describe(&map));
+        }
     }
 
     // Stop producing, deliver what was produced, then count: in this order the
@@ -561,6 +580,7 @@ mod tests {
             duration: None,
             interval: None,
             ring_size: DEFAULT_RING_SIZE,
+            max_keys: None,
             verbose: false,
             metrics: None,
         };
