@@ -117,10 +117,15 @@ pub fn run(
         let user = found
             .and_then(|p| program.sessions.get(p.session))
             .is_some_and(|s| s.user.is_some());
-        if found.map(|p| p.role) == Some(ProgRole::Multi) && !user {
-            multi::prepare(&mut prog).map_err(|e| RuntimeError::MultiAttach {
-                session: prog.name().to_string_lossy().into_owned(),
-                reason: e.to_string(),
+        if let Some(s) = found
+            .filter(|p| p.role == ProgRole::Multi && !user)
+            .and_then(|p| program.sessions.get(p.session))
+        {
+            multi::prepare(&mut prog, settings.mode.of_session(s)).map_err(|e| {
+                RuntimeError::MultiAttach {
+                    session: prog.name().to_string_lossy().into_owned(),
+                    reason: e.to_string(),
+                }
             })?;
         }
     }
@@ -165,7 +170,8 @@ pub fn run(
                     reason,
                 };
                 let ids = multi::function_ids(&funcs).map_err(failed)?;
-                let link = multi::attach(prog.as_fd(), &ids).map_err(|e| failed(e.to_string()))?;
+                let link = multi::attach(prog.as_fd(), settings.mode.of_session(s), &ids)
+                    .map_err(|e| failed(e.to_string()))?;
                 multi_links.push(link);
                 continue;
             }
@@ -187,7 +193,12 @@ pub fn run(
         let table = Rc::new(StackTable::new(
             handle(resources::KSTACKS_MAP)?,
             handle(resources::USTACKS_MAP)?,
-            settings.mode,
+            program.sessions.iter().any(|s| {
+                matches!(
+                    settings.mode.of_session(s),
+                    Mode::Fentry | Mode::Fexit | Mode::FexitMulti
+                )
+            }),
         ));
         out.set_stacks(table.clone());
         Some(table)
