@@ -7,11 +7,12 @@ use std::os::fd::{AsFd, AsRawFd};
 /// `NAME (TYPE, N entries at most): B bytes of kernel memory`, or the same without the
 /// figure when the kernel does not say it.
 pub fn describe(map: &libbpf_rs::Map<'_>) -> String {
+    let n = map.max_entries();
     let what = format!(
-        "map {} ({:?}, {} entries at most)",
+        "map {} ({:?}, {n} {} at most)",
         map.name().to_string_lossy(),
         map.map_type(),
-        map.max_entries()
+        if n == 1 { "entry" } else { "entries" }
     );
     match memlock(map.as_fd().as_raw_fd()) {
         Some(bytes) => format!("{what}: {} of kernel memory", human(bytes)),
