@@ -231,6 +231,22 @@ struct fslat_hist {
 /* A zero histogram to insert new keys from: too big for the 512-byte BPF stack. */
 struct fslat_hist fslat_hist_zero;
 
+/* count(): the count alone (min, max and sum are not shown). */
+static __always_inline void fslat_stat_count(struct fslat_stat *s, __s64 x)
+{
+	(void)x;
+	__sync_fetch_and_add(&s->count, 1);
+}
+
+/* sum(), avg(), stats(): count and sum (min and max are not shown). */
+static __always_inline void fslat_stat_sum(struct fslat_stat *s, __s64 x)
+{
+	__sync_fetch_and_add(&s->count, 1);
+	/* Adding a constant 0 would become an atomic or: not on 5.10. */
+	if (x)
+		__sync_fetch_and_add(&s->sum, x);
+}
+
 #ifdef FSLAT_NO_ATOMICS
 /*
  * Kernels before 5.12 (BPF atomics) have only the plain atomic add, whose result is never

@@ -163,6 +163,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_ring_size)]
     pub buffer_size: Option<u32>,
 
+    /// Distinct keys each aggregation may hold (10240 default, 1024 for percentiles);
+    /// a key past it is counted as agg_lost. Maps take kernel memory as keys arrive
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+    pub max_keys: Option<u32>,
+
     /// Compile without the object cache
     #[arg(long)]
     pub no_cache: bool,
@@ -318,6 +323,7 @@ impl RunArgs {
             btf: self.btf.clone(),
             clang: self.clang.clone(),
             buffer_size: self.buffer_size,
+            max_keys: self.max_keys,
             no_cache: self.no_cache,
             listen: self.listen,
             web_config: self.web_config.clone(),

@@ -417,7 +417,7 @@ fn builds_for_linux_5_10(path: &Path) -> Result<(), Failed> {
 fn the_check_sees_what_5_10_lacks() -> Result<(), Failed> {
     let clang = find_clang(None).map_err(|e| format!("{e} (tests/vm/setup-host)"))?;
     let compiler = Compiler::new(clang, false)?;
-    let text = "session vfs_read { min(count); max(count) }";
+    let text = "session vfs_read { min(count); max(latency) }";
     let (_, c) = fslat::compile(text, &Fixture::new(), Mode::Fentry)
         .map_err(|d| format!("does not compile: {d:?}"))?;
     let why = refused_by_510(&compiler.compile(&c)?);

@@ -13,4 +13,5 @@ pub const AVG: Scalar = Scalar {
     args: Args::Value,
     metric: MetricKind::Gauge,
     number: |s| s.sum.checked_div(s.count as i64).unwrap_or(0),
+    add: "fslat_stat_sum",
 };

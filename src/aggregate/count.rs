@@ -13,4 +13,5 @@ pub const COUNT: Scalar = Scalar {
     args: Args::None,
     metric: MetricKind::Counter,
     number: |s| s.count as i64,
+    add: "fslat_stat_count",
 };

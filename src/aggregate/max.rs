@@ -13,4 +13,5 @@ pub const MAX: Scalar = Scalar {
     args: Args::Value,
     metric: MetricKind::Gauge,
     number: |s| s.max,
+    add: "fslat_stat_add",
 };

@@ -13,4 +13,5 @@ pub const MIN: Scalar = Scalar {
     args: Args::Value,
     metric: MetricKind::Gauge,
     number: |s| s.min,
+    add: "fslat_stat_add",
 };

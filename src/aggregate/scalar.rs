@@ -14,6 +14,9 @@ pub struct Scalar {
     pub metric: MetricKind,
     /// The number a row shows.
     pub number: fn(&Stat) -> i64,
+    /// The fslat.bpf.h helper that adds a value: `fslat_stat_add` keeps all four
+    /// fields; `count` and `sum`/`avg` need fewer (`fslat_stat_count`, `fslat_stat_sum`).
+    pub add: &'static str,
 }
 
 /// A `struct fslat_stat`, starting with the bounds min and max compare against.
@@ -22,11 +25,6 @@ pub fn c_value() -> CValue {
         ty: "struct fslat_stat".into(),
         start: Start::Literal("{ .min = 0x7fffffffffffffffLL, .max = -0x7fffffffffffffffLL - 1 }"),
     }
-}
-
-/// `fslat_stat_add` (fslat.bpf.h): count, sum, min and max at once.
-pub fn c_add(value: &str, x: &str) -> String {
-    format!("fslat_stat_add({value}, {x});")
 }
 
 pub const C_STRUCTS: &[CStruct] = &[STAT];
@@ -65,7 +63,7 @@ impl Aggregate for Scalar {
     }
 
     fn c_add(&self, _: &Aggregation, value: &str, x: &str) -> String {
-        c_add(value, x)
+        format!("{}({value}, {x});", self.add)
     }
 
     fn c_structs(&self) -> &'static [CStruct] {

@@ -33,7 +33,7 @@ impl Aggregate for Stats {
     }
 
     fn c_add(&self, _: &Aggregation, value: &str, x: &str) -> String {
-        scalar::c_add(value, x)
+        format!("fslat_stat_sum({value}, {x});")
     }
 
     fn c_structs(&self) -> &'static [CStruct] {

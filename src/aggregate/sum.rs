@@ -13,4 +13,5 @@ pub const SUM: Scalar = Scalar {
     args: Args::Value,
     metric: MetricKind::Counter,
     number: |s| s.sum,
+    add: "fslat_stat_sum",
 };

@@ -28,6 +28,9 @@ impl Checker<'_> {
             let v = self.expr(scope, e)?;
             let value = match (&v.kind, &v.ty) {
                 (ExprKind::Int(n), Ty::Duration) if duration => Some(*n),
+                // Zero is zero in every unit: `lhist(latency, 0, 100us, 10us)`, as a
+                // bpftrace user writes it.
+                (ExprKind::Int(0), Ty::Int(_)) => Some(0),
                 (ExprKind::Int(n), Ty::Int(_)) if !duration => Some(*n),
                 _ => None,
             };

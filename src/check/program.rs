@@ -82,6 +82,37 @@ pub struct Target {
 }
 
 impl Session {
+    /// Every expression evaluated at return: the return filter, the event's fields, the
+    /// aggregations' arguments and keys.
+    fn return_exprs(&self) -> impl Iterator<Item = &Expr> {
+        let event = self
+            .event
+            .iter()
+            .flat_map(|e| e.fields.iter().map(|f| &f.expr));
+        let aggs = self
+            .aggregations
+            .iter()
+            .flat_map(|a| a.arg.iter().chain(a.keys.iter().map(|k| &k.expr)));
+        self.return_filter.iter().chain(event).chain(aggs)
+    }
+
+    /// Whether anything needs the call's entry beyond what its return can see (the
+    /// parameters, which a return program reads from the same saved registers): the
+    /// entry time (`latency`, `ts`) or values saved with `entry()`. A session that needs
+    /// neither runs at return only (`Mode::Fexit`), its entry filter with it.
+    pub fn needs_entry(&self) -> bool {
+        let mut timed = !self.entry_values.is_empty();
+        for e in self.return_exprs() {
+            e.visit(&mut |x| {
+                timed |= matches!(
+                    x.kind,
+                    ExprKind::Builtin(Builtin::Latency | Builtin::Ts) | ExprKind::Entry(_)
+                )
+            });
+        }
+        timed
+    }
+
     /// Whether its event or one of its aggregation keys is a stack.
     pub fn uses_stacks(&self) -> bool {
         let stack = |k: &FieldKind| matches!(k, FieldKind::Stack(_));

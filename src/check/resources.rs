@@ -18,6 +18,12 @@ pub enum Mode {
     /// fsession, and a session of several functions is one program attached to all of
     /// them through one link (Linux 7.2 multi-attach).
     FsessionMulti,
+    /// A session that needs nothing from the entry (`Session::needs_entry`): one fexit
+    /// program per function, in any kernel mode (fslat chooses it, not the user).
+    Fexit,
+    /// The same for a session of several functions in fsession-multi mode: one fexit
+    /// program attached to all of them through one link (`BPF_TRACE_FEXIT_MULTI`).
+    FexitMulti,
     /// A user-space session as one uprobe session program at entry and return, attached
     /// to all its functions through one uprobe_multi link (Linux 6.13).
     UprobeSession,
@@ -36,6 +42,8 @@ impl Mode {
             Mode::Fsession => "fsession",
             Mode::Fentry => "fentry",
             Mode::FsessionMulti => "fsession-multi",
+            Mode::Fexit => "fexit",
+            Mode::FexitMulti => "fexit-multi",
             Mode::UprobeSession => "uprobe-session",
             // One mode to the user: the same pair of programs, attached either way.
             Mode::UprobeMulti | Mode::Uprobe => "uprobe",
@@ -65,12 +73,16 @@ impl Mode {
     }
 
     /// The mode session `s` runs in: a one-function session in fsession-multi mode is
-    /// an ordinary fsession program.
+    /// an ordinary fsession program; a session that needs nothing from the entry runs at
+    /// return only (fexit, or fexit-multi for several functions in fsession-multi mode).
     pub fn of_session(self, s: &Session) -> Mode {
         if let Some(user) = &s.user {
             return user.mode;
         }
+        let multi = self == Mode::FsessionMulti && s.several;
         match self {
+            _ if !s.needs_entry() && multi => Mode::FexitMulti,
+            _ if !s.needs_entry() => Mode::Fexit,
             Mode::FsessionMulti if !s.several => Mode::Fsession,
             m => m,
         }

@@ -52,6 +52,7 @@ static TEMPLATES: LazyLock<Handlebars<'static>> = LazyLock::new(|| {
             "fsession_multi",
             include_str!("../../templates/fsession_multi.bpf.c.hbs"),
         ),
+        ("fexit", include_str!("../../templates/fexit.bpf.c.hbs")),
         (
             "entry_values",
             include_str!("../../templates/entry_values.bpf.c.hbs"),
@@ -218,6 +219,9 @@ struct SessionData {
     aggregation_lines: Vec<String>,
     /// Set when the session is one multi-attach program for all its functions.
     multi: Option<MultiData>,
+    /// One program at return only (`Mode::Fexit`, `Mode::FexitMulti`): the entry filter
+    /// runs there, before the return phase.
+    exit_only: bool,
     /// The per-CPU scratch map of this session's program (or fentry/fexit pair), and
     /// its bytes per slot (0: it has none).
     scratch_map: String,
@@ -309,7 +313,8 @@ impl ProgShape {
         ProgShape {
             section: match mode {
                 Mode::Fsession => format!("fsession/{func}"),
-                Mode::FsessionMulti => resources::MULTI_SECTION.into(),
+                Mode::Fexit => format!("fexit/{func}"),
+                Mode::FsessionMulti | Mode::FexitMulti => resources::MULTI_SECTION.into(),
                 _ => "uprobe.session".into(),
             },
             ctx_decl: if user { USER_CTX } else { KERNEL_CTX },
@@ -434,7 +439,10 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             .sessions
             .iter()
             .flat_map(|s| match mode.of_session(s) {
-                m @ (Mode::FsessionMulti | Mode::UprobeSession | Mode::UprobeMulti) => {
+                m @ (Mode::FsessionMulti
+                | Mode::FexitMulti
+                | Mode::UprobeSession
+                | Mode::UprobeMulti) => {
                     vec![multi_session_data(s, m)]
                 }
                 m => s
@@ -593,6 +601,7 @@ fn multi_session_data(s: &Session, mode: Mode) -> SessionData {
         single: count == 1,
         link: match mode {
             Mode::FsessionMulti => "fsession multi-attach",
+            Mode::FexitMulti => "fexit multi-attach",
             Mode::UprobeSession => "a uprobe_multi link in session mode",
             _ => "a uprobe_multi link for each program",
         },
@@ -623,9 +632,12 @@ fn phases_data(
 ) -> SessionData {
     let multi = multi_data.is_some();
     let shape = ProgShape::of(mode, &target.func);
-    let fsession = shape.pair.is_none();
+    let exit_only = matches!(mode, Mode::Fexit | Mode::FexitMulti);
+    let fsession = shape.pair.is_none() && !exit_only;
     let role = if multi {
         ProgRole::Multi
+    } else if exit_only {
+        ProgRole::Exit
     } else {
         ProgRole::Session
     };
@@ -695,6 +707,7 @@ fn phases_data(
         event,
         aggregation_lines,
         multi: multi_data,
+        exit_only,
         scratch_map,
         scratch,
         shape,

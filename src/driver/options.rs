@@ -28,6 +28,7 @@ pub struct Options {
     pub btf: Option<PathBuf>,
     pub clang: Option<PathBuf>,
     pub buffer_size: Option<u32>,
+    pub max_keys: Option<u32>,
     pub no_cache: bool,
     pub listen: Option<std::net::SocketAddr>,
     pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,

@@ -118,6 +118,7 @@ pub fn run_object(
         duration: opts.duration,
         interval: opts.interval,
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
+        max_keys: opts.max_keys,
         verbose: opts.verbose,
         metrics: board,
         // --flamegraph writes its files at the end, maybe into another user's directory.

@@ -3,6 +3,7 @@
 //! this order: detaches every program, drains the ring buffer, reads the counters.
 
 mod errors;
+mod memory;
 mod misses;
 mod multi;
 mod privileges;
@@ -42,6 +43,9 @@ pub struct Settings {
     pub interval: Option<Duration>,
     /// Ring buffer size in bytes (a power of two, at least a page).
     pub ring_size: u32,
+    /// `--max-keys`: the distinct keys each aggregation map holds at most (its default:
+    /// the map's `max_entries` in the object).
+    pub max_keys: Option<u32>,
     pub verbose: bool,
     /// Where to publish the run's figures for `--listen` and `--otlp`, about once a second
     /// and once at the end.
@@ -81,6 +85,12 @@ pub fn run(
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<Outcome, RuntimeError> {
     errors::capture_libbpf_log(settings.verbose);
+    let aggregation_maps: HashSet<String> = program
+        .sessions
+        .iter()
+        .flat_map(|s| &s.aggregations)
+        .flat_map(|a| std::iter::once(a.map()).chain(a.max_map()))
+        .collect();
     let mut open = ObjectBuilder::default()
         .name("fslat")
         .map_err(RuntimeError::libbpf("naming the object"))?
@@ -99,6 +109,12 @@ pub fn run(
         } else if name == resources::EVENTS_MAP {
             map.set_max_entries(settings.ring_size)
                 .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;
+        } else if let Some(n) = settings.max_keys
+            && aggregation_maps.contains(&name)
+        {
+            map.set_max_entries(n).map_err(RuntimeError::libbpf(
+                "sizing an aggregation map (--max-keys)",
+            ))?;
         }
     }
     let progs = program.progs();
@@ -107,10 +123,15 @@ pub fn run(
         let user = found
             .and_then(|p| program.sessions.get(p.session))
             .is_some_and(|s| s.user.is_some());
-        if found.map(|p| p.role) == Some(ProgRole::Multi) && !user {
-            multi::prepare(&mut prog).map_err(|e| RuntimeError::MultiAttach {
-                session: prog.name().to_string_lossy().into_owned(),
-                reason: e.to_string(),
+        if let Some(s) = found
+            .filter(|p| p.role == ProgRole::Multi && !user)
+            .and_then(|p| program.sessions.get(p.session))
+        {
+            multi::prepare(&mut prog, settings.mode.of_session(s)).map_err(|e| {
+                RuntimeError::MultiAttach {
+                    session: prog.name().to_string_lossy().into_owned(),
+                    reason: e.to_string(),
+                }
             })?;
         }
     }
@@ -155,7 +176,8 @@ pub fn run(
                     reason,
                 };
                 let ids = multi::function_ids(&funcs).map_err(failed)?;
-                let link = multi::attach(prog.as_fd(), &ids).map_err(|e| failed(e.to_string()))?;
+                let link = multi::attach(prog.as_fd(), settings.mode.of_session(s), &ids)
+                    .map_err(|e| failed(e.to_string()))?;
                 multi_links.push(link);
                 continue;
             }
@@ -177,7 +199,12 @@ pub fn run(
         let table = Rc::new(StackTable::new(
             handle(resources::KSTACKS_MAP)?,
             handle(resources::USTACKS_MAP)?,
-            settings.mode,
+            program.sessions.iter().any(|s| {
+                matches!(
+                    settings.mode.of_session(s),
+                    Mode::Fentry | Mode::Fexit | Mode::FexitMulti
+                )
+            }),
         ));
         out.set_stacks(table.clone());
         Some(table)
@@ -339,6 +366,9 @@ pub fn run(
             crate::stderr_line!(
                 "fslat: {label}: {n} entries left in the per-thread map at the end"
             );
+        }
+        for map in obj.maps() {
+            crate::stderr_line!("fslat: {}", memory::describe(&map));
         }
     }
 
@@ -581,6 +611,7 @@ mod tests {
             duration: None,
             interval: None,
             ring_size: DEFAULT_RING_SIZE,
+            max_keys: None,
             verbose: false,
             metrics: None,
             keep_after_attach: None,

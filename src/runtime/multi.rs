@@ -8,6 +8,7 @@
 //! resolves it); the link is created with `link_create.tracing_multi = { ids, cookies,
 //! cnt }`, one BTF function id and one cookie (`bpf_get_attach_cookie`) per function.
 
+use crate::check::resources::Mode;
 use crate::sys::bpf;
 use libbpf_rs::OpenProgramMut;
 use std::io;
@@ -16,10 +17,21 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 /// The attach type the kernel knows multi-attach fsession programs by
 /// (`BPF_TRACE_FSESSION_MULTI` in `enum bpf_attach_type`, Linux 7.2).
 const FSESSION_MULTI_ATTACH_TYPE: u32 = 61;
+/// `BPF_TRACE_FEXIT_MULTI`: a session that runs at return only (`Mode::FexitMulti`).
+const FEXIT_MULTI_ATTACH_TYPE: u32 = 60;
 
-/// Makes `prog` load as a multi-attach fsession program (before the object loads).
-pub fn prepare(prog: &mut OpenProgramMut) -> io::Result<()> {
-    bpf::set_tracing_attach_type(prog, FSESSION_MULTI_ATTACH_TYPE)
+/// The attach type of a multi-attach program of a session in `mode`.
+fn attach_type(mode: Mode) -> u32 {
+    match mode {
+        Mode::FexitMulti => FEXIT_MULTI_ATTACH_TYPE,
+        _ => FSESSION_MULTI_ATTACH_TYPE,
+    }
+}
+
+/// Makes `prog` load as a multi-attach program of a session in `mode` (before the
+/// object loads).
+pub fn prepare(prog: &mut OpenProgramMut, mode: Mode) -> io::Result<()> {
+    bpf::set_tracing_attach_type(prog, attach_type(mode))
 }
 
 /// The kernel's BTF ids of `names` (functions), in the same order.
@@ -29,11 +41,11 @@ pub fn function_ids(names: &[String]) -> Result<Vec<u32>, String> {
 
 /// Attaches the loaded program `prog` to the functions with BTF `ids`; function `i` gets
 /// cookie `i`. The link lives as long as the returned descriptor.
-pub fn attach(prog: BorrowedFd, ids: &[u32]) -> io::Result<OwnedFd> {
+pub fn attach(prog: BorrowedFd, mode: Mode, ids: &[u32]) -> io::Result<OwnedFd> {
     // Ascending ids, each with its cookie, so the kernel's own sort changes nothing.
     let mut pairs: Vec<(u32, u64)> = ids.iter().copied().zip(0u64..).collect();
     pairs.sort_unstable();
     let sorted_ids: Vec<u32> = pairs.iter().map(|p| p.0).collect();
     let cookies: Vec<u64> = pairs.iter().map(|p| p.1).collect();
-    bpf::link_create_tracing_multi(prog, FSESSION_MULTI_ATTACH_TYPE, &sorted_ids, &cookies)
+    bpf::link_create_tracing_multi(prog, attach_type(mode), &sorted_ids, &cookies)
 }

@@ -12,7 +12,6 @@ mod maps;
 mod modules;
 
 use crate::check::program::StackKind;
-use crate::check::resources::Mode;
 use blazesym::symbolize::source::{Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
@@ -105,11 +104,13 @@ pub struct StackTable {
 }
 
 impl StackTable {
-    /// A table over the program's kernel and user stack maps (either may be absent), for
-    /// programs attached in `mode`.
-    pub fn new(kernel: Option<MapHandle>, user: Option<MapHandle>, mode: Mode) -> Self {
+    /// A table over the program's kernel and user stack maps (either may be absent).
+    /// `entry_frame`: some kernel stacks come from fexit programs (fentry mode, or a
+    /// session that runs at return only), whose trampolines leave the traced function's
+    /// patched entry on the stack.
+    pub fn new(kernel: Option<MapHandle>, user: Option<MapHandle>, entry_frame: bool) -> Self {
         StackTable {
-            entry_frame: mode == Mode::Fentry,
+            entry_frame,
             kernel,
             user,
             symbolizer: Symbolizer::builder()
@@ -339,7 +340,7 @@ mod tests {
 
     /// A user frame of `pid` at `addr`, symbolized as a traced process's would be.
     fn user_symbol(pid: u32, addr: u64) -> Option<String> {
-        let table = StackTable::new(None, None, Mode::Fentry);
+        let table = StackTable::new(None, None, true);
         table.announce(pid);
         table.user_frames(pid, &[addr]).remove(0).symbol
     }
