@@ -54,7 +54,7 @@ impl Snapshot {
                     ("session".to_string(), a.session.clone()),
                     ("aggregation".to_string(), a.metric_name()),
                 ];
-                Some((labels, session.missed?))
+                Some((labels, session.get(&crate::check::counters::MISSED)?))
             })
             .collect()
     }
