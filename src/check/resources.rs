@@ -53,7 +53,10 @@ impl Mode {
     pub fn of_program(self, program: &Program) -> String {
         let mut names: Vec<&str> = Vec::new();
         for s in &program.sessions {
-            let n = self.of_session(s).name();
+            let n = match s.span {
+                Some(_) => "span",
+                None => self.of_session(s).name(),
+            };
             if !names.contains(&n) {
                 names.push(n);
             }
@@ -313,11 +316,20 @@ pub enum Counter {
     AggLost,
     /// `kstack`/`ustack` not captured or not stored.
     StackLost,
+    /// Spans: STARTs that passed START's `where` (a span's `Calls` are its completed
+    /// spans: ENDs that took their start).
+    Started,
+    /// Spans: STARTs for a key already in flight (the later one wins).
+    Restarted,
+    /// Spans: ENDs (past END's filter that needs no start) that found no start.
+    Unmatched,
+    /// Spans: STARTs lost to a full map of spans in flight (`--max-in-flight`).
+    Evicted,
 }
 
 impl Counter {
     /// In the struct's order.
-    pub const ALL: [Counter; 7] = [
+    pub const ALL: [Counter; 11] = [
         Counter::Calls,
         Counter::Matched,
         Counter::Errors,
@@ -325,6 +337,10 @@ impl Counter {
         Counter::Unpaired,
         Counter::AggLost,
         Counter::StackLost,
+        Counter::Started,
+        Counter::Restarted,
+        Counter::Unmatched,
+        Counter::Evicted,
     ];
 
     pub fn field(self) -> &'static str {
@@ -336,6 +352,10 @@ impl Counter {
             Counter::Unpaired => "unpaired",
             Counter::AggLost => "agg_lost",
             Counter::StackLost => "stack_lost",
+            Counter::Started => "started",
+            Counter::Restarted => "restarted",
+            Counter::Unmatched => "unmatched",
+            Counter::Evicted => "evicted",
         }
     }
 
