@@ -95,6 +95,11 @@ struct fslat_counters {
 	__u64 unpaired;  /* fentry mode: entry not recorded (map full) */
 	__u64 agg_lost;  /* aggregation updates lost: map full */
 	__u64 stack_lost; /* kstack/ustack not captured or not stored (see fslat_stackid) */
+	/* spans (calls: ends that took their start) */
+	__u64 started;   /* STARTs that passed START's where */
+	__u64 restarted; /* STARTs for a key already in flight: the later one wins */
+	__u64 unmatched; /* ENDs that passed END's first filter and found no start */
+	__u64 evicted;   /* STARTs lost: the map of spans in flight was full */
 };
 
 /*

@@ -117,6 +117,7 @@ pub fn run_object(
         duration: opts.duration,
         interval: opts.interval,
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
+        max_in_flight: opts.max_in_flight,
         verbose: opts.verbose,
         metrics: board,
     };

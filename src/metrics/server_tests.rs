@@ -21,6 +21,7 @@ fn board() -> Arc<Board> {
             dropped: 0,
             events: 1,
             unpaired: 0,
+            span: None,
             agg_lost: None,
             functions: None,
             stack_lost: None,

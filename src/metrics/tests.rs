@@ -17,6 +17,7 @@ fn snapshot() -> Snapshot {
             dropped: 2,
             events: 3,
             unpaired: 0,
+            span: None,
             agg_lost: Some(4),
             functions: None,
             stack_lost: None,

@@ -79,6 +79,22 @@ impl<W: Write> Writer for JsonWriter<W> {
             "events": s.events,
             "unpaired": s.unpaired,
         });
+        if let Some(l) = &s.span {
+            v = json!({
+                "type": "summary",
+                "session": s.label,
+                "mode": "span",
+                "started": l.started,
+                "completed": s.calls,
+                "restarted": l.restarted,
+                "unmatched": l.unmatched,
+                "evicted": l.evicted,
+                "in_flight": l.in_flight,
+                "matched": s.matched,
+                "dropped": s.dropped,
+                "events": s.events,
+            });
+        }
         if let Some(lost) = s.agg_lost {
             v["agg_lost"] = json!(lost);
         }

@@ -74,6 +74,20 @@ pub struct Summary {
     /// Calls the kernel skipped because the session's program was already running on
     /// that CPU (runtime/misses.rs); `None` where the kernel does not count them.
     pub missed: Option<u64>,
+    /// A span's ledger (its `calls` are its completed spans); `None` for a session.
+    pub span: Option<SpanLedger>,
+}
+
+/// A span's own counts: every START that passed its filter was completed, restarted
+/// (replaced by a later START of its key), evicted (the map was full), or is still in
+/// flight at the end: `started == completed + restarted + evicted + in_flight`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SpanLedger {
+    pub started: u64,
+    pub restarted: u64,
+    pub unmatched: u64,
+    pub evicted: u64,
+    pub in_flight: u64,
 }
 
 /// One aggregation's result: rows of (key values, value).

@@ -194,10 +194,25 @@ impl<W: Write> Writer for TextWriter<W> {
     }
 
     fn summary(&mut self, s: &Summary) -> io::Result<()> {
-        let mut line = format!(
-            "SUMMARY {} mode={} calls={} matched={} errors={} dropped={} events={} unpaired={}",
-            s.label, s.mode, s.calls, s.matched, s.errors, s.dropped, s.events, s.unpaired
-        );
+        let mut line = match &s.span {
+            Some(l) => format!(
+                "SUMMARY {} mode=span started={} completed={} restarted={} unmatched={} evicted={} in_flight={} matched={} dropped={} events={}",
+                s.label,
+                l.started,
+                s.calls,
+                l.restarted,
+                l.unmatched,
+                l.evicted,
+                l.in_flight,
+                s.matched,
+                s.dropped,
+                s.events
+            ),
+            None => format!(
+                "SUMMARY {} mode={} calls={} matched={} errors={} dropped={} events={} unpaired={}",
+                s.label, s.mode, s.calls, s.matched, s.errors, s.dropped, s.events, s.unpaired
+            ),
+        };
         if let Some(lost) = s.agg_lost {
             let _ = write!(line, " agg_lost={lost}");
         }

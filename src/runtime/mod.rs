@@ -16,7 +16,7 @@ use crate::check::program::{Aggregation, FieldKind, Program};
 use crate::check::resources::{self, Counter, Mode, ProgRole, Setting};
 use crate::metrics;
 use crate::output::interval::IntervalStamp;
-use crate::output::{AggResult, Decoder, Summary, Writer};
+use crate::output::{AggResult, Decoder, SpanLedger, Summary, Writer};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
 use std::cell::RefCell;
@@ -40,6 +40,9 @@ pub struct Settings {
     pub interval: Option<Duration>,
     /// Ring buffer size in bytes (a power of two, at least a page).
     pub ring_size: u32,
+    /// `--max-in-flight`: how many spans each span's map holds (default: its size in the
+    /// object, `codegen::INFLIGHT_ENTRIES`).
+    pub max_in_flight: Option<u32>,
     pub verbose: bool,
     /// Where to publish the run's figures for `--listen` and `--otlp`, about once a second
     /// and once at the end.
@@ -93,6 +96,15 @@ pub fn run(
         } else if name == resources::EVENTS_MAP {
             map.set_max_entries(settings.ring_size)
                 .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;
+        } else if let Some(n) = settings.max_in_flight.filter(|_| {
+            program
+                .sessions
+                .iter()
+                .any(|s| s.span.is_some() && s.calls_map(0) == name)
+        }) {
+            map.set_max_entries(n).map_err(RuntimeError::libbpf(
+                "sizing a span's map (--max-in-flight)",
+            ))?;
         }
     }
     let progs = program.progs();
@@ -421,6 +433,16 @@ fn summaries(
             stack_lost: s.uses_stacks().then(|| total(Counter::StackLost)),
             missed: missed.get(s.index).copied().flatten(),
             events: events[s.index],
+            span: s.span.as_ref().map(|_| SpanLedger {
+                started: total(Counter::Started),
+                restarted: total(Counter::Restarted),
+                unmatched: total(Counter::Unmatched),
+                evicted: total(Counter::Evicted),
+                in_flight: obj
+                    .maps()
+                    .find(|m| m.name().to_string_lossy() == s.calls_map(0))
+                    .map_or(0, |m| m.keys().count() as u64),
+            }),
         });
     }
     Ok(out)
@@ -561,6 +583,7 @@ mod tests {
             duration: None,
             interval: None,
             ring_size: DEFAULT_RING_SIZE,
+            max_in_flight: None,
             verbose: false,
             metrics: None,
         };
