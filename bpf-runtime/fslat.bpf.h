@@ -86,22 +86,6 @@ struct fslat_ucall {
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Per-session counters, one slot per session in a per-CPU array; user space sums them. */
-struct fslat_counters {
-	__u64 calls;     /* passed the entry filter and returned */
-	__u64 matched;   /* passed the whole predicate */
-	__u64 errors;    /* among calls: signed return value < 0 */
-	__u64 dropped;   /* events lost: ring buffer full */
-	__u64 unpaired;  /* fentry mode: entry not recorded (map full) */
-	__u64 agg_lost;  /* aggregation updates lost: map full */
-	__u64 stack_lost; /* kstack/ustack not captured or not stored (see fslat_stackid) */
-	/* spans (calls: ends that took their start) */
-	__u64 started;   /* STARTs that passed START's where */
-	__u64 restarted; /* STARTs for a key already in flight: the later one wins */
-	__u64 unmatched; /* ENDs that passed END's first filter and found no start */
-	__u64 evicted;   /* STARTs lost: the map of spans in flight was full */
-};
-
 /*
  * The id of the current task's cgroup v2 ancestor at depth `level` (the root is 0; the
  * task's own cgroup when that is its depth), 0 when the task's cgroup is higher up: what
@@ -685,12 +669,12 @@ struct fslat_stack_map {
 	__uint(value_size, FSLAT_STACK_DEPTH * sizeof(__u64));
 };
 
-static __always_inline __s64 fslat_stackid(void *ctx, void *map, __u64 flags,
-					   struct fslat_counters *c)
+/* `lost` (may be NULL): the session's stack_lost counter. */
+static __always_inline __s64 fslat_stackid(void *ctx, void *map, __u64 flags, __u64 *lost)
 {
 	__s64 id = bpf_get_stackid(ctx, map, flags);
-	if (id < 0 && c)
-		__sync_fetch_and_add(&c->stack_lost, 1);
+	if (id < 0 && lost)
+		__sync_fetch_and_add(lost, 1);
 	return id;
 }
 #endif
@@ -723,10 +707,10 @@ struct fslat_announce {
  * in: the value is the tgid in the high 32 bits and the (signed) stack id in the low 32,
  * so the same addresses in two processes are two keys.
  */
-static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, struct fslat_counters *c)
+static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-	__s64 id = fslat_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK, c);
+	__s64 id = fslat_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK, lost);
 	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
 	__u8 one = 1;
 	if (id < 0 || bpf_map_update_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid, &one, BPF_NOEXIST))

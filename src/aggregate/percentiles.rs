@@ -3,6 +3,7 @@
 
 use super::values::{CStruct, PCT_HIST, PCT_MAX, PctHist, PctMax};
 use super::{Aggregate, CValue, Help, MetricKind, Start, State};
+use crate::check::counters;
 use crate::check::program::Aggregation;
 use crate::metrics::PointValue;
 use crate::output::AggValue;
@@ -48,7 +49,7 @@ impl Aggregate for Percentiles {
             "if (fslat_max)".into(),
             format!("\tfslat_pct_max_add(fslat_max, {x}, fslat_pct_tag());"),
             format!("else if ({value})"),
-            "\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into(),
+            format!("\t{}", counters::AGG_LOST.c_increment("fslat_c")),
         ]
     }
 

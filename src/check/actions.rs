@@ -1,7 +1,7 @@
 //! A session's actions: the event an `emit` sends, with its fields laid out, and each
 //! aggregation with its key layout and name.
 
-use super::names::BUILTINS;
+use super::builtins;
 use super::program::*;
 use super::{COMM_CAP, Checked, Checker, MAX_KEYS, Reported, Scope, agg_names};
 use crate::aggregate::Args;
@@ -47,8 +47,8 @@ impl Checker<'_> {
                 if !matches!(p.ty, Ty::Int(_) | Ty::Bool) && !input_string {
                     continue;
                 }
-                let taken = reserved.contains(&p.name.as_str())
-                    || BUILTINS.iter().any(|(n, _)| *n == p.name);
+                let taken =
+                    reserved.contains(&p.name.as_str()) || builtins::by_name(&p.name).is_some();
                 let name = if taken {
                     format!("arg{i}")
                 } else {

@@ -8,8 +8,10 @@
 
 mod actions;
 mod agg_names;
+pub mod builtins;
 mod calls;
 mod cgroups;
+pub mod counters;
 mod expr;
 mod functions;
 mod lhist;
@@ -24,9 +26,9 @@ mod scratch;
 mod spans;
 mod user;
 
+pub use builtins::builtin_names;
 pub use calls::CALLS;
 pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};
-pub use names::builtin_names;
 pub use operators::duration_literal;
 
 use crate::btf::KernelTypes;

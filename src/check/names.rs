@@ -1,37 +1,12 @@
 //! What a name means in a session: a builtin (`tgid`, `latency`, ...), a parameter by name
 //! or as `argN`, or `ret`; and how a BTF type looks as a script value.
 
+use super::builtins::{self, BuiltinTy, builtin_names};
 use super::program::*;
 use super::{COMM_CAP, Checked, Checker, STRING_CAP, Scope, quote_list};
 use crate::btf::{KType, TypeId};
-use crate::cgroups::CgroupView;
 use crate::diag::{DiagKind, Diagnostic, closest};
 use crate::syntax::ast::Span;
-
-pub(super) const BUILTINS: &[(&str, Builtin)] = &[
-    ("tgid", Builtin::Tgid),
-    ("pid", Builtin::Pid),
-    ("tid", Builtin::Pid),
-    ("comm", Builtin::Comm),
-    ("uid", Builtin::Uid),
-    ("gid", Builtin::Gid),
-    ("cpu", Builtin::Cpu),
-    ("cgroup", Builtin::Cgroup),
-    ("ts", Builtin::Ts),
-    ("latency", Builtin::Latency),
-    ("func", Builtin::Func),
-    ("kstack", Builtin::Kstack),
-    ("ustack", Builtin::Ustack),
-    ("cgroup_path", Builtin::CgroupName(CgroupView::Path)),
-    ("unit", Builtin::CgroupName(CgroupView::Unit)),
-    ("container", Builtin::CgroupName(CgroupView::Container)),
-    ("pod", Builtin::CgroupName(CgroupView::Pod)),
-];
-
-/// Names a user may write besides parameters, for hints and completion.
-pub fn builtin_names() -> impl Iterator<Item = &'static str> {
-    BUILTINS.iter().map(|(n, _)| *n).chain(["ret"])
-}
 
 impl Checker<'_> {
     /// How a value of BTF type `ty` looks in a script, or `None` if fslat can't read it.
@@ -78,37 +53,37 @@ impl Checker<'_> {
     }
 
     pub(super) fn name(&mut self, scope: &Scope, name: &str, span: Span) -> Checked<Expr> {
-        if let Some((_, b)) = BUILTINS.iter().find(|(n, _)| *n == name) {
-            let ty = match b {
-                Builtin::Comm => Ty::Str { cap: COMM_CAP },
-                Builtin::Func => Ty::Str {
+        if let Some(def) = builtins::by_name(name) {
+            let ty = match def.ty {
+                BuiltinTy::Comm => Ty::Str { cap: COMM_CAP },
+                BuiltinTy::FuncName => Ty::Str {
                     cap: scope.func_cap,
                 },
-                Builtin::Latency => Ty::Duration,
-                Builtin::Kstack if self.user.is_some() => {
+                BuiltinTy::Duration => Ty::Duration,
+                BuiltinTy::Stack(StackKind::Kernel) if self.user.is_some() => {
                     return Err(self.error(span, DiagKind::KernelOnlyName { name: name.into() }));
                 }
-                Builtin::Kstack => {
+                BuiltinTy::Stack(StackKind::Kernel) => {
                     self.uses_kstack = true;
                     Ty::Stack(StackKind::Kernel)
                 }
-                Builtin::Ustack => {
+                BuiltinTy::Stack(StackKind::User) => {
                     self.uses_ustack = true;
                     Ty::Stack(StackKind::User)
                 }
-                Builtin::CgroupName(v) => Ty::CgroupName(*v),
-                Builtin::Cgroup | Builtin::Ts => Ty::Int(Scalar {
+                BuiltinTy::CgroupName(v) => Ty::CgroupName(v),
+                BuiltinTy::U64 => Ty::Int(Scalar {
                     size: 8,
                     signed: false,
                 }),
-                _ => Ty::Int(Scalar {
+                BuiltinTy::U32 => Ty::Int(Scalar {
                     size: 4,
                     signed: false,
                 }),
             };
             return Ok(Expr {
                 ty,
-                kind: ExprKind::Builtin(*b),
+                kind: ExprKind::Builtin(def.builtin),
             });
         }
         if name == "ret" {

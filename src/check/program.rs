@@ -332,6 +332,22 @@ pub enum Builtin {
 }
 
 impl Expr {
+    /// The expressions this one is made of, for passes that rewrite them.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match &mut self.kind {
+            ExprKind::Read { base, .. }
+            | ExprKind::Deref(base)
+            | ExprKind::Path(base)
+            | ExprKind::Swap { expr: base, .. }
+            | ExprKind::Unary { expr: base, .. } => vec![&mut **base],
+            ExprKind::ReadStr { ptr, len, .. } => std::iter::once(&mut **ptr)
+                .chain(len.as_deref_mut())
+                .collect(),
+            ExprKind::Binary { lhs, rhs, .. } => vec![&mut **lhs, &mut **rhs],
+            _ => Vec::new(),
+        }
+    }
+
     /// `lhs op rhs` for a logical `op` (`and`, `or`): a boolean of two booleans.
     pub fn logic(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
         Expr {
@@ -348,9 +364,8 @@ impl Expr {
     /// Whether evaluating this needs the return phase.
     pub fn at_return(&self) -> bool {
         match &self.kind {
-            ExprKind::Ret
-            | ExprKind::Entry(_)
-            | ExprKind::Builtin(Builtin::Latency | Builtin::Kstack | Builtin::Ustack) => true,
+            ExprKind::Ret | ExprKind::Entry(_) => true,
+            ExprKind::Builtin(b) => super::builtins::def_of(*b).at_return,
             ExprKind::Read { base, .. }
             | ExprKind::Deref(base)
             | ExprKind::Path(base)

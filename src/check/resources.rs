@@ -82,7 +82,8 @@ impl Mode {
 
 /// The ring buffer events (and `ustack`'s announcements) go through.
 pub const EVENTS_MAP: &str = "fslat_events";
-/// Each session's counters: a per-CPU array of `struct fslat_counters`, by session index.
+/// Each session's counters: a per-CPU array of `struct fslat_counters` (`check::counters`),
+/// by session index.
 pub const COUNTERS_MAP: &str = "fslat_counters";
 /// The stack maps the ids of `kstack` and `ustack` values name (fslat.bpf.h).
 pub const KSTACKS_MAP: &str = "fslat_kstacks";
@@ -295,80 +296,6 @@ impl Setting {
             .unwrap_or(0);
         let align = Setting::ALL.iter().map(|s| s.size()).max().unwrap_or(1);
         end.div_ceil(align) * align
-    }
-}
-
-/// A field of `struct fslat_counters` (fslat.bpf.h): one `__u64` each, per session and
-/// per CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Counter {
-    /// Passed the entry filter and returned.
-    Calls,
-    /// Passed the whole predicate.
-    Matched,
-    /// Among calls: a signed return value below 0.
-    Errors,
-    /// Events lost: the ring buffer was full.
-    Dropped,
-    /// fentry mode: the entry was not recorded (map full).
-    Unpaired,
-    /// Aggregation updates lost: the map was full.
-    AggLost,
-    /// `kstack`/`ustack` not captured or not stored.
-    StackLost,
-    /// Spans: STARTs that passed START's `where` (a span's `Calls` are its completed
-    /// spans: ENDs that took their start).
-    Started,
-    /// Spans: STARTs for a key already in flight (the later one wins).
-    Restarted,
-    /// Spans: ENDs (past END's filter that needs no start) that found no start.
-    Unmatched,
-    /// Spans: STARTs lost to a full map of spans in flight (`--max-in-flight`).
-    Evicted,
-}
-
-impl Counter {
-    /// In the struct's order.
-    pub const ALL: [Counter; 11] = [
-        Counter::Calls,
-        Counter::Matched,
-        Counter::Errors,
-        Counter::Dropped,
-        Counter::Unpaired,
-        Counter::AggLost,
-        Counter::StackLost,
-        Counter::Started,
-        Counter::Restarted,
-        Counter::Unmatched,
-        Counter::Evicted,
-    ];
-
-    pub fn field(self) -> &'static str {
-        match self {
-            Counter::Calls => "calls",
-            Counter::Matched => "matched",
-            Counter::Errors => "errors",
-            Counter::Dropped => "dropped",
-            Counter::Unpaired => "unpaired",
-            Counter::AggLost => "agg_lost",
-            Counter::StackLost => "stack_lost",
-            Counter::Started => "started",
-            Counter::Restarted => "restarted",
-            Counter::Unmatched => "unmatched",
-            Counter::Evicted => "evicted",
-        }
-    }
-
-    pub fn offset(self) -> usize {
-        8 * Counter::ALL
-            .iter()
-            .position(|c| *c == self)
-            .expect("every counter is in ALL")
-    }
-
-    /// The size of the whole struct.
-    pub fn struct_size() -> usize {
-        8 * Counter::ALL.len()
     }
 }
 

@@ -243,65 +243,16 @@ fn same_key_type(a: &Ty, b: &Ty) -> bool {
 }
 
 fn uses_stack(e: &Expr) -> bool {
-    let mut found = false;
-    visit(e, &mut |e| {
-        found |= matches!(e.kind, ExprKind::Builtin(Builtin::Kstack | Builtin::Ustack));
-    });
-    found
+    matches!(e.kind, ExprKind::Builtin(Builtin::Kstack | Builtin::Ustack))
+        || e.clone().children_mut().into_iter().any(|c| uses_stack(c))
 }
 
 /// Moves every `Param(i)` of `e` to `Param(i + offset)`.
 fn shift_params(e: &mut Expr, offset: usize) {
-    if offset == 0 {
-        return;
+    if let ExprKind::Param(i) = &mut e.kind {
+        *i += offset;
     }
-    visit_mut(e, &mut |e| {
-        if let ExprKind::Param(i) = &mut e.kind {
-            *i += offset;
-        }
-    });
-}
-
-fn children(e: &Expr) -> Vec<&Expr> {
-    match &e.kind {
-        ExprKind::Read { base, .. }
-        | ExprKind::Deref(base)
-        | ExprKind::Path(base)
-        | ExprKind::Swap { expr: base, .. }
-        | ExprKind::Unary { expr: base, .. } => vec![base],
-        ExprKind::ReadStr { ptr, len, .. } => {
-            std::iter::once(&**ptr).chain(len.as_deref()).collect()
-        }
-        ExprKind::Binary { lhs, rhs, .. } => vec![lhs, rhs],
-        _ => Vec::new(),
-    }
-}
-
-fn visit(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    f(e);
-    for c in children(e) {
-        visit(c, f);
-    }
-}
-
-fn visit_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
-    f(e);
-    match &mut e.kind {
-        ExprKind::Read { base, .. }
-        | ExprKind::Deref(base)
-        | ExprKind::Path(base)
-        | ExprKind::Swap { expr: base, .. }
-        | ExprKind::Unary { expr: base, .. } => visit_mut(base, f),
-        ExprKind::ReadStr { ptr, len, .. } => {
-            visit_mut(ptr, f);
-            if let Some(l) = len {
-                visit_mut(l, f);
-            }
-        }
-        ExprKind::Binary { lhs, rhs, .. } => {
-            visit_mut(lhs, f);
-            visit_mut(rhs, f);
-        }
-        _ => {}
+    for c in e.children_mut() {
+        shift_params(c, offset);
     }
 }

@@ -6,6 +6,8 @@
 
 use super::ctypes::{c_int, struct_name};
 use crate::aggregate::{CValue, Start};
+use crate::check::builtins::{self, C};
+use crate::check::counters::{self, Counter};
 use crate::check::program::*;
 use crate::check::resources::{COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP};
 use crate::syntax::ast::{BinOp, UnOp};
@@ -191,48 +193,59 @@ impl<'p> Phase<'p> {
         self.declare(&name, || format!("{ty} {name} = ({ty})ctx[{slot}];"))
     }
 
+    /// A builtin's C, from `check::builtins`.
     fn builtin(&mut self, b: Builtin) -> String {
-        match b {
-            Builtin::Tgid => format!("(__u32)({} >> 32)", self.pid_tgid()),
-            Builtin::Pid => format!("(__u32){}", self.pid_tgid()),
-            Builtin::Uid => format!("(__u32){}", self.uid_gid()),
-            Builtin::Gid => format!("(__u32)({} >> 32)", self.uid_gid()),
-            Builtin::Cpu => "bpf_get_smp_processor_id()".into(),
-            Builtin::Cgroup | Builtin::CgroupName(_) => "bpf_get_current_cgroup_id()".into(),
-            Builtin::Ts => self.start(),
-            Builtin::Latency => {
-                let now = self.declare("fslat_now", || {
-                    "__u64 fslat_now = bpf_ktime_get_ns();".into()
-                });
-                format!("({now} - fslat_start)")
+        match builtins::def_of(b).c {
+            C::Expr(c) => {
+                type Read<'q> = fn(&mut Phase<'q>) -> String;
+                let mut out = c.to_string();
+                let values: [(&str, Read); 4] = [
+                    ("{pid_tgid}", Self::pid_tgid),
+                    ("{uid_gid}", Self::uid_gid),
+                    ("{start}", Self::start),
+                    ("{now}", Self::now),
+                ];
+                for (name, read) in values {
+                    if out.contains(name) {
+                        let v = read(self);
+                        out = out.replace(name, &v);
+                    }
+                }
+                out
             }
-            Builtin::Kstack => self.declare("fslat_kstack", || {
-                format!("__s64 fslat_kstack = fslat_stackid(ctx, &{KSTACKS_MAP}, 0, fslat_c);")
-            }),
-            Builtin::Ustack => {
-                let c = self.counters();
+            C::Stack(StackKind::Kernel) => {
+                let c = self.counter(&counters::STACK_LOST);
+                self.declare("fslat_kstack", || {
+                    format!("__s64 fslat_kstack = fslat_stackid(ctx, &{KSTACKS_MAP}, 0, {c});")
+                })
+            }
+            C::Stack(StackKind::User) => {
+                let c = self.counter(&counters::STACK_LOST);
                 self.declare("fslat_ustack", || {
                     format!("__u64 fslat_ustack = fslat_ustackid(ctx, &{EVENTS_MAP}, {c});")
                 })
             }
-            Builtin::Comm | Builtin::Func => {
+            C::String => {
                 unreachable!("comm and func are strings: strings go through string_ref or store")
             }
         }
     }
 
-    /// The session's counters: the return phase has them (`fslat_c`); entry looks them
-    /// up when it needs them (a user session's `ustack`, taken at entry). May be NULL.
-    fn counters(&mut self) -> String {
+    /// A pointer to one of the session's counters: the return phase has them
+    /// (`fslat_c`); entry looks them up when it needs them (a user session's `ustack`,
+    /// taken at entry), and the pointer may be NULL.
+    fn counter(&mut self, c: &Counter) -> String {
+        let name = c.name;
         if self.at_return {
-            return "fslat_c".into();
+            return format!("&fslat_c->{name}");
         }
         let index = self.session.index;
-        self.declare("fslat_ec", || {
+        let ec = self.declare("fslat_ec", || {
             format!(
                 "__u32 fslat_ek = {index}; struct fslat_counters *fslat_ec = bpf_map_lookup_elem(&{COUNTERS_MAP}, &fslat_ek);"
             )
-        })
+        });
+        format!("({ec} ? &{ec}->{name} : NULL)")
     }
 
     fn pid_tgid(&mut self) -> String {
@@ -244,6 +257,13 @@ impl<'p> Phase<'p> {
     fn uid_gid(&mut self) -> String {
         self.declare("fslat_uid_gid", || {
             "__u64 fslat_uid_gid = bpf_get_current_uid_gid();".into()
+        })
+    }
+
+    /// The clock now (in the return phase: the call's end).
+    fn now(&mut self) -> String {
+        self.declare("fslat_now", || {
+            "__u64 fslat_now = bpf_ktime_get_ns();".into()
         })
     }
 
@@ -571,7 +591,7 @@ impl<'p> Phase<'p> {
         out.push(format!("if ({value})"));
         out.push(format!("\t{}", a.func.c_add(a, &value, &x)));
         out.push("else".into());
-        out.push("\t__sync_fetch_and_add(&fslat_c->agg_lost, 1);".into());
+        out.push(format!("\t{}", counters::AGG_LOST.c_increment("fslat_c")));
         out.extend(a.func.c_after(a, &key, &value, &x));
         // Each aggregation gets its own scope: the key and value names are per block.
         let mut block = vec!["{".to_string()];

@@ -6,12 +6,14 @@ mod ctypes;
 mod expr;
 
 use crate::aggregate::values::CStruct;
+use crate::check::counters;
 use crate::check::program::*;
-use crate::check::resources::{self, Counter, ProgRole, Setting};
+use crate::check::resources::{self, ProgRole, Setting};
 use ctypes::c_int;
 use expr::{Phase, Scratch};
 use handlebars::Handlebars;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 pub use crate::check::resources::Mode;
@@ -104,7 +106,11 @@ struct ProgramData {
     session_count: usize,
     maps: MapNames,
     settings: SettingsData,
+    /// `struct fslat_counters`, from `check::counters`.
     counters: Vec<LayoutField>,
+    /// Each of those fields by its name: templates spell a counter `{{@root.counter.NAME}}`,
+    /// which fails to render for a name the table does not have.
+    counter: BTreeMap<&'static str, &'static str>,
     counters_size: usize,
     announce: AnnounceData,
     structs: Vec<StructData>,
@@ -407,16 +413,16 @@ pub fn generate(program: &Program, mode: Mode) -> String {
                 .collect(),
             size: Setting::struct_size(),
         },
-        counters: Counter::ALL
-            .iter()
+        counters: counters::in_bpf()
             .map(|c| LayoutField {
-                name: c.field(),
-                decl: format!("__u64 {}", c.field()),
-                offset: c.offset(),
-                about: "",
+                name: c.name,
+                decl: format!("__u64 {}", c.name),
+                offset: c.offset().unwrap_or(0),
+                about: c.about,
             })
             .collect(),
-        counters_size: Counter::struct_size(),
+        counter: counters::in_bpf().map(|c| (c.name, c.name)).collect(),
+        counters_size: counters::struct_size(),
         announce: AnnounceData {
             id: resources::ANNOUNCE_ID,
             tgid_offset: resources::ANNOUNCE_TGID_OFFSET,

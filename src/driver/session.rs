@@ -4,6 +4,7 @@
 use super::target::{CommandCgroup, Watched};
 use super::{Compiled, Error, Format, Options, Warning, interrupted};
 use crate::build::Compiler;
+use crate::check::counters;
 use crate::check::program::Program;
 use crate::child::HeldChild;
 use crate::codegen::Mode;
@@ -183,7 +184,7 @@ pub fn run_object(
         );
     }
     for s in &outcome.summaries {
-        if let Some(missed) = s.missed.filter(|&n| n > 0) {
+        if let Some(missed) = s.get(&counters::MISSED).filter(|&n| n > 0) {
             let warning = Warning::SkippedCalls {
                 session: s.label.clone(),
                 missed,

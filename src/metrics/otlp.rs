@@ -15,6 +15,7 @@
 
 use super::{AggSeries, Board, PointValue, Snapshot, histograms, row_labels, scale};
 use crate::aggregate::MetricKind;
+use crate::check::counters;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::{
@@ -507,12 +508,12 @@ pub fn request(s: &Snapshot) -> ExportMetricsServiceRequest {
     };
     let cumulative = AggregationTemporality::Cumulative as i32;
     let mut metrics = Vec::new();
-    for (name, help, figure) in super::prometheus::SESSION_COUNTERS {
+    for c in counters::ALL.iter().filter(|c| c.is_metric()) {
         let data_points: Vec<NumberDataPoint> = s
             .sessions
             .iter()
             .filter_map(|x| {
-                let v = figure(x)?;
+                let v = x.get(c)?;
                 Some(point(
                     vec![text("session", &x.label)],
                     number_data_point::Value::AsInt(v as i64),
@@ -523,8 +524,8 @@ pub fn request(s: &Snapshot) -> ExportMetricsServiceRequest {
             continue;
         }
         metrics.push(Metric {
-            name: name.to_string(),
-            description: help.to_string(),
+            name: format!("fslat_{}", c.name),
+            description: c.about.to_string(),
             data: Some(Data::Sum(Sum {
                 data_points,
                 aggregation_temporality: cumulative,

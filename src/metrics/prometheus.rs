@@ -4,7 +4,7 @@
 
 use super::{AggSeries, PointValue, Snapshot, histograms, row_labels, scale};
 use crate::aggregate::MetricKind;
-use crate::output::Summary;
+use crate::check::counters;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -32,67 +32,18 @@ pub fn encode(snapshot: &Snapshot) -> String {
 
 type Labels = Vec<(String, String)>;
 
-/// The per-session counters: (name without `_total`, help, the figure).
-/// A session's figure, `None` where the session has none (agg_lost without aggregations).
-pub(super) type Figure = fn(&Summary) -> Option<u64>;
-
-pub(super) const SESSION_COUNTERS: [(&str, &str, Figure); 9] = [
-    (
-        "fslat_calls",
-        "Calls that passed the entry filter and returned.",
-        |s| Some(s.calls),
-    ),
-    (
-        "fslat_matched",
-        "Calls that passed the whole predicate.",
-        |s| Some(s.matched),
-    ),
-    (
-        "fslat_errors",
-        "Calls that returned a negative value.",
-        |s| Some(s.errors),
-    ),
-    (
-        "fslat_dropped",
-        "Events lost because the ring buffer was full.",
-        |s| Some(s.dropped),
-    ),
-    ("fslat_events", "Events decoded and written.", |s| {
-        Some(s.events)
-    }),
-    (
-        "fslat_unpaired",
-        "fentry mode: entries not recorded because the per-thread map was full.",
-        |s| Some(s.unpaired),
-    ),
-    (
-        "fslat_agg_lost",
-        "Aggregation updates lost because an aggregation map was full.",
-        |s| s.agg_lost,
-    ),
-    (
-        "fslat_stack_lost",
-        "Stacks not recorded (the stack map was full or the walk failed).",
-        |s| s.stack_lost,
-    ),
-    (
-        "fslat_missed",
-        "Calls the kernel skipped because the session's program was already running on that CPU (any process; Linux 5.12+).",
-        |s| s.missed,
-    ),
-];
-
 fn encode_snapshot(s: &Snapshot, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
-    for (name, help, figure) in SESSION_COUNTERS {
+    for c in counters::ALL.iter().filter(|c| c.is_metric()) {
         let rows: Vec<(Labels, u64)> = s
             .sessions
             .iter()
-            .filter_map(|x| Some((vec![("session".to_string(), x.label.clone())], figure(x)?)))
+            .filter_map(|x| Some((vec![("session".to_string(), x.label.clone())], x.get(c)?)))
             .collect();
         if rows.is_empty() {
             continue;
         }
-        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+        let name = format!("fslat_{}", c.name);
+        let mut family = encoder.encode_descriptor(&name, c.about, None, MetricType::Counter)?;
         for (labels, v) in &rows {
             family
                 .encode_family(labels)?

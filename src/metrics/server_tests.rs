@@ -2,6 +2,7 @@
 //! certificates, basic authentication, and the file's errors.
 
 use super::*;
+use crate::check::counters;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::io::{Read, Write};
@@ -12,21 +13,14 @@ use std::time::{Duration, Instant};
 fn board() -> Arc<Board> {
     let board = Board::new();
     board.publish(Snapshot {
-        sessions: vec![crate::output::Summary {
-            label: "vfs_read".into(),
-            mode: "fsession",
-            calls: 65,
-            matched: 1,
-            errors: 0,
-            dropped: 0,
-            events: 1,
-            unpaired: 0,
-            span: None,
-            agg_lost: None,
-            functions: None,
-            stack_lost: None,
-            missed: None,
-        }],
+        sessions: vec![super::tests::summary(&[
+            (&counters::CALLS, 65),
+            (&counters::MATCHED, 1),
+            (&counters::ERRORS, 0),
+            (&counters::DROPPED, 0),
+            (&counters::EVENTS, 1),
+            (&counters::UNPAIRED, 0),
+        ])],
         ..Snapshot::empty()
     });
     board

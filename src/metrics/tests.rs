@@ -1,6 +1,20 @@
 use super::*;
+use crate::check::counters::{self, Counter};
 use crate::output::Summary;
 use std::borrow::Cow;
+
+/// A session "vfs_read" in fsession mode with these figures (the others `None`).
+pub(super) fn summary(figures: &[(&Counter, u64)]) -> Summary {
+    let mut s = Summary {
+        label: "vfs_read".into(),
+        mode: "fsession",
+        ..Summary::default()
+    };
+    for (c, v) in figures {
+        s.set(c, Some(*v));
+    }
+    s
+}
 
 fn snapshot() -> Snapshot {
     let mut slots = vec![0u64; 66];
@@ -8,21 +22,16 @@ fn snapshot() -> Snapshot {
     slots[11] = 3;
     slots[21] = 1;
     Snapshot {
-        sessions: vec![Summary {
-            label: "vfs_read".into(),
-            mode: "fsession",
-            calls: 65,
-            matched: 1,
-            errors: 0,
-            dropped: 2,
-            events: 3,
-            unpaired: 0,
-            span: None,
-            agg_lost: Some(4),
-            functions: None,
-            stack_lost: None,
-            missed: Some(0),
-        }],
+        sessions: vec![summary(&[
+            (&counters::CALLS, 65),
+            (&counters::MATCHED, 1),
+            (&counters::ERRORS, 0),
+            (&counters::DROPPED, 2),
+            (&counters::EVENTS, 3),
+            (&counters::UNPAIRED, 0),
+            (&counters::AGG_LOST, 4),
+            (&counters::MISSED, 0),
+        ])],
         aggregations: vec![
             AggSeries {
                 name: "reads".into(),
@@ -310,7 +319,7 @@ fn percentiles_snapshot() -> Snapshot {
         slots[pct_slot(v)] += 1;
     }
     let mut s = snapshot();
-    s.sessions[0].stack_lost = Some(3);
+    s.sessions[0].set(&counters::STACK_LOST, Some(3));
     s.aggregations = vec![AggSeries {
         name: "sizes".into(),
         session: "vfs_read".into(),

@@ -72,40 +72,9 @@ impl<W: Write> Writer for JsonWriter<W> {
             "type": "summary",
             "session": s.label,
             "mode": s.mode,
-            "calls": s.calls,
-            "matched": s.matched,
-            "errors": s.errors,
-            "dropped": s.dropped,
-            "events": s.events,
-            "unpaired": s.unpaired,
         });
-        if let Some(l) = &s.span {
-            v = json!({
-                "type": "summary",
-                "session": s.label,
-                "mode": "span",
-                "started": l.started,
-                "completed": s.calls,
-                "restarted": l.restarted,
-                "unmatched": l.unmatched,
-                "evicted": l.evicted,
-                "in_flight": l.in_flight,
-                "matched": s.matched,
-                "dropped": s.dropped,
-                "events": s.events,
-            });
-        }
-        if let Some(lost) = s.agg_lost {
-            v["agg_lost"] = json!(lost);
-        }
-        if let Some(n) = s.functions {
-            v["functions"] = json!(n);
-        }
-        if let Some(lost) = s.stack_lost {
-            v["stack_lost"] = json!(lost);
-        }
-        if let Some(n) = s.missed.filter(|&n| n > 0) {
-            v["missed"] = json!(n);
+        for (name, n) in s.shown() {
+            v[name] = json!(n);
         }
         self.line(&v)
     }

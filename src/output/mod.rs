@@ -16,6 +16,7 @@ pub use json::JsonWriter;
 pub use stacks::stack_text;
 pub use text::TextWriter;
 
+use crate::check::counters::{self, Counter, Shown};
 use crate::check::program::{EventField, EventSchema, FieldKind, Linear, Program, Radix};
 use crate::stacks::{Stack, StackTable};
 use std::borrow::Cow;
@@ -54,40 +55,34 @@ impl Value<'_> {
     }
 }
 
-/// Per-session figures at the end of a run.
+/// Per-session figures at the end of a run: one per entry of `check::counters::ALL`,
+/// `None` where the session has none (`agg_lost` without aggregations).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
     pub label: String,
     pub mode: &'static str,
-    pub calls: u64,
-    pub matched: u64,
-    pub errors: u64,
-    pub dropped: u64,
-    pub events: u64,
-    pub unpaired: u64,
-    /// `None` when the session has no aggregations.
-    pub agg_lost: Option<u64>,
-    /// How many functions a session of several traces; `None` for one function.
-    pub functions: Option<usize>,
-    /// `None` when the session captures no stacks.
-    pub stack_lost: Option<u64>,
-    /// Calls the kernel skipped because the session's program was already running on
-    /// that CPU (runtime/misses.rs); `None` where the kernel does not count them.
-    pub missed: Option<u64>,
-    /// A span's ledger (its `calls` are its completed spans); `None` for a session.
-    pub span: Option<SpanLedger>,
+    pub figures: [Option<u64>; counters::ALL.len()],
 }
 
-/// A span's own counts: every START that passed its filter was completed, restarted
-/// (replaced by a later START of its key), evicted (the map was full), or is still in
-/// flight at the end: `started == completed + restarted + evicted + in_flight`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SpanLedger {
-    pub started: u64,
-    pub restarted: u64,
-    pub unmatched: u64,
-    pub evicted: u64,
-    pub in_flight: u64,
+impl Summary {
+    pub fn get(&self, c: &Counter) -> Option<u64> {
+        self.figures[c.position()]
+    }
+
+    pub fn set(&mut self, c: &Counter, value: Option<u64>) {
+        self.figures[c.position()] = value;
+    }
+
+    /// The figures the text and JSON summaries show, in order.
+    pub fn shown(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        counters::ALL
+            .iter()
+            .zip(self.figures)
+            .filter_map(|(c, v)| match (c.shown, v?) {
+                (Shown::WhereCounted, 0) => None,
+                (_, v) => Some((c.name, v)),
+            })
+    }
 }
 
 /// One aggregation's result: rows of (key values, value).

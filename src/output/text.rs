@@ -194,36 +194,9 @@ impl<W: Write> Writer for TextWriter<W> {
     }
 
     fn summary(&mut self, s: &Summary) -> io::Result<()> {
-        let mut line = match &s.span {
-            Some(l) => format!(
-                "SUMMARY {} mode=span started={} completed={} restarted={} unmatched={} evicted={} in_flight={} matched={} dropped={} events={}",
-                s.label,
-                l.started,
-                s.calls,
-                l.restarted,
-                l.unmatched,
-                l.evicted,
-                l.in_flight,
-                s.matched,
-                s.dropped,
-                s.events
-            ),
-            None => format!(
-                "SUMMARY {} mode={} calls={} matched={} errors={} dropped={} events={} unpaired={}",
-                s.label, s.mode, s.calls, s.matched, s.errors, s.dropped, s.events, s.unpaired
-            ),
-        };
-        if let Some(lost) = s.agg_lost {
-            let _ = write!(line, " agg_lost={lost}");
-        }
-        if let Some(n) = s.functions {
-            let _ = write!(line, " functions={n}");
-        }
-        if let Some(lost) = s.stack_lost {
-            let _ = write!(line, " stack_lost={lost}");
-        }
-        if let Some(n) = s.missed.filter(|&n| n > 0) {
-            let _ = write!(line, " missed={n}");
+        let mut line = format!("SUMMARY {} mode={}", s.label, s.mode);
+        for (name, v) in s.shown() {
+            let _ = write!(line, " {name}={v}");
         }
         line.push('\n');
         self.out.write_all(line.as_bytes())

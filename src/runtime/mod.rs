@@ -12,11 +12,12 @@ mod user;
 pub use errors::RuntimeError;
 
 use crate::aggregate::MetricKind;
+use crate::check::counters::{self, Shown, Source};
 use crate::check::program::{Aggregation, FieldKind, Program};
-use crate::check::resources::{self, Counter, Mode, ProgRole, Setting};
+use crate::check::resources::{self, Mode, ProgRole, Setting};
 use crate::metrics;
 use crate::output::interval::IntervalStamp;
-use crate::output::{AggResult, Decoder, SpanLedger, Summary, Writer};
+use crate::output::{AggResult, Decoder, Summary, Writer};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
 use std::cell::RefCell;
@@ -418,32 +419,38 @@ fn summaries(
             .lookup_percpu(&key, MapFlags::ANY)
             .map_err(RuntimeError::libbpf("reading the counters"))?
             .unwrap_or_default();
-        let total =
-            |c: Counter| -> u64 { per_cpu.iter().map(|cpu| u64_at(cpu, c.offset() / 8)).sum() };
-        out.push(Summary {
+        let mut summary = Summary {
             label: s.label.clone(),
-            mode: settings.mode.of_session(s).name(),
-            calls: total(Counter::Calls),
-            matched: total(Counter::Matched),
-            errors: total(Counter::Errors),
-            dropped: total(Counter::Dropped),
-            unpaired: total(Counter::Unpaired),
-            agg_lost: (!s.aggregations.is_empty()).then(|| total(Counter::AggLost)),
-            functions: s.several.then_some(s.targets.len()),
-            stack_lost: s.uses_stacks().then(|| total(Counter::StackLost)),
-            missed: missed.get(s.index).copied().flatten(),
-            events: events[s.index],
-            span: s.span.as_ref().map(|_| SpanLedger {
-                started: total(Counter::Started),
-                restarted: total(Counter::Restarted),
-                unmatched: total(Counter::Unmatched),
-                evicted: total(Counter::Evicted),
-                in_flight: obj
+            mode: match s.span {
+                Some(_) => "span",
+                None => settings.mode.of_session(s).name(),
+            },
+            ..Summary::default()
+        };
+        for c in &counters::ALL {
+            let has = match c.shown {
+                Shown::Always | Shown::WhereCounted => true,
+                Shown::Sessions => s.span.is_none(),
+                Shown::Spans => s.span.is_some(),
+                Shown::WithAggregations => !s.aggregations.is_empty(),
+                Shown::WithStacks => s.uses_stacks(),
+                Shown::Several => s.several,
+            };
+            let value = match c.source {
+                Source::Bpf { .. } => c
+                    .offset()
+                    .map(|at| per_cpu.iter().map(|cpu| u64_at(cpu, at / 8)).sum()),
+                Source::Events => Some(events[s.index]),
+                Source::Functions => Some(s.targets.len() as u64),
+                Source::Missed => missed.get(s.index).copied().flatten(),
+                Source::InFlight => obj
                     .maps()
                     .find(|m| m.name().to_string_lossy() == s.calls_map(0))
-                    .map_or(0, |m| m.keys().count() as u64),
-            }),
-        });
+                    .map(|m| m.keys().count() as u64),
+            };
+            summary.set(c, value.filter(|_| has));
+        }
+        out.push(summary);
     }
     Ok(out)
 }
