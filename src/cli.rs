@@ -200,6 +200,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MAX_FUNCTIONS,
           value_parser = parse_max_functions)]
     pub max_functions: usize,
+
+    /// How many spans each `span` keeps in flight (default 10240); a START beyond that is
+    /// counted as evicted
+    #[arg(long, value_name = "N", value_parser = parse_max_in_flight)]
+    pub max_in_flight: Option<u32>,
 }
 
 fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -220,6 +225,16 @@ fn parse_web_config(s: &str) -> Result<std::sync::Arc<crate::metrics::WebConfig>
 
 fn parse_otlp(s: &str) -> Result<Box<crate::metrics::OtlpTarget>, String> {
     crate::metrics::OtlpTarget::parse(s).map(Box::new)
+}
+
+fn parse_max_in_flight(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(n) if (1..=1 << 24).contains(&n) => Ok(n),
+        _ if s.is_empty() => Err("the value is empty".into()),
+        _ => Err(format!(
+            "`{s}` is not a number of spans in flight (1 .. 16777216)"
+        )),
+    }
 }
 
 fn parse_max_functions(s: &str) -> Result<usize, String> {
@@ -324,6 +339,7 @@ impl RunArgs {
             clang: self.clang.clone(),
             buffer_size: self.buffer_size,
             max_keys: self.max_keys,
+            max_in_flight: self.max_in_flight,
             no_cache: self.no_cache,
             listen: self.listen,
             web_config: self.web_config.clone(),

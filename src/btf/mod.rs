@@ -77,6 +77,11 @@ pub trait KernelTypes {
     fn function(&self, name: &str) -> Option<FuncSig>;
     /// Every function name, sorted, for suggestions, completion and `--list`.
     fn function_names(&self) -> Vec<String>;
+    /// A BTF tracepoint (`tp_btf`) by name: its arguments, from the prototype of the
+    /// `btf_trace_NAME` typedef without the first (`void *`) one; `ret` is 0.
+    fn tracepoint(&self, _name: &str) -> Option<FuncSig> {
+        None
+    }
     /// The type behind `ty`, typedefs and qualifiers stripped.
     fn resolve(&self, ty: TypeId) -> KType;
     /// How C spells the type, typedef names kept: `struct file *`, `size_t`, `loff_t *`.

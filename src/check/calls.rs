@@ -203,6 +203,9 @@ impl Checker<'_> {
 
     /// `entry(EXPR)`: EXPR evaluated at entry and saved with the call, read at return.
     fn entry(&mut self, scope: &Scope, e: &ast::Expr) -> Checked<Expr> {
+        if let Some(r) = self.entry_in_span(e.span.clone()) {
+            return Err(r);
+        }
         let v = self.expr(scope, e)?;
         if v.at_return() {
             let d = Diagnostic::new(e.span.clone(), DiagKind::EntryOfReturnValue)
@@ -222,11 +225,16 @@ impl Checker<'_> {
                 },
             ));
         }
+        self.save_entry_value(v, e.span.clone())
+    }
+
+    /// `v`, evaluated at entry (a span's START) and saved for return (END).
+    pub(super) fn save_entry_value(&mut self, v: Expr, span: Span) -> Checked<Expr> {
         let index = match self.entry_values.iter().position(|saved| *saved == v) {
             Some(i) => i,
             None if self.entry_values.len() >= MAX_ENTRY_VALUES => {
                 return Err(self.error(
-                    e.span.clone(),
+                    span,
                     DiagKind::TooManyEntryValues {
                         max: MAX_ENTRY_VALUES,
                     },

@@ -29,6 +29,8 @@ pub enum Source {
     Functions,
     /// Calls the kernel skipped (runtime/misses.rs).
     Missed,
+    /// Spans: starts left in the span's map at the end (counted after detaching).
+    InFlight,
 }
 
 /// Which sessions have a figure; the others show none (`None` in the summary).
@@ -43,6 +45,10 @@ pub enum Shown {
     Several,
     /// Where the kernel counts it; the text and JSON summaries leave out 0.
     WhereCounted,
+    /// Sessions, not spans (a span's points are entries: no return, no `ret`).
+    Sessions,
+    /// Spans only: their ledger.
+    Spans,
 }
 
 pub const CALLS: Counter = Counter {
@@ -51,7 +57,7 @@ pub const CALLS: Counter = Counter {
     source: Source::Bpf {
         counted_in: "return phase, every mode (templates/return_phase.bpf.c.hbs)",
     },
-    shown: Shown::Always,
+    shown: Shown::Sessions,
 };
 pub const MATCHED: Counter = Counter {
     name: "matched",
@@ -67,7 +73,7 @@ pub const ERRORS: Counter = Counter {
     source: Source::Bpf {
         counted_in: "return phase, for a signed return value",
     },
-    shown: Shown::Always,
+    shown: Shown::Sessions,
 };
 pub const DROPPED: Counter = Counter {
     name: "dropped",
@@ -89,7 +95,7 @@ pub const UNPAIRED: Counter = Counter {
     source: Source::Bpf {
         counted_in: "fentry mode's entry and exit (templates/fentry.bpf.c.hbs), and saving entry() values (templates/count_unpaired.bpf.c.hbs)",
     },
-    shown: Shown::Always,
+    shown: Shown::Sessions,
 };
 pub const AGG_LOST: Counter = Counter {
     name: "agg_lost",
@@ -120,9 +126,57 @@ pub const MISSED: Counter = Counter {
     shown: Shown::WhereCounted,
 };
 
+pub const STARTED: Counter = Counter {
+    name: "started",
+    about: "Spans: STARTs that passed START's filter.",
+    source: Source::Bpf {
+        counted_in: "a span's START (templates/span.bpf.c.hbs)",
+    },
+    shown: Shown::Spans,
+};
+pub const COMPLETED: Counter = Counter {
+    name: "completed",
+    about: "Spans: ENDs that took their START's entry.",
+    source: Source::Bpf {
+        counted_in: "a span's END, once it took the entry (templates/span.bpf.c.hbs)",
+    },
+    shown: Shown::Spans,
+};
+pub const RESTARTED: Counter = Counter {
+    name: "restarted",
+    about: "Spans: STARTs for a key already in flight (the later one wins).",
+    source: Source::Bpf {
+        counted_in: "a span's START (templates/span.bpf.c.hbs)",
+    },
+    shown: Shown::Spans,
+};
+pub const UNMATCHED: Counter = Counter {
+    name: "unmatched",
+    about: "Spans: ENDs that found no START.",
+    source: Source::Bpf {
+        counted_in: "a span's END (templates/span.bpf.c.hbs)",
+    },
+    shown: Shown::Spans,
+};
+pub const EVICTED: Counter = Counter {
+    name: "evicted",
+    about: "Spans: STARTs lost because the span's map was full (--max-in-flight).",
+    source: Source::Bpf {
+        counted_in: "a span's START (templates/span.bpf.c.hbs)",
+    },
+    shown: Shown::Spans,
+};
+pub const IN_FLIGHT: Counter = Counter {
+    name: "in_flight",
+    about: "Spans: STARTs still waiting for their END.",
+    source: Source::InFlight,
+    shown: Shown::Spans,
+};
+
 /// Every counter, in the order the summaries show them.
-pub const ALL: [Counter; 10] = [
+pub const ALL: [Counter; 16] = [
     CALLS, MATCHED, ERRORS, DROPPED, EVENTS, UNPAIRED, AGG_LOST, FUNCTIONS, STACK_LOST, MISSED,
+    STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT,
 ];
 
 impl Counter {
@@ -185,7 +239,7 @@ mod tests {
             offsets,
             (0..offsets.len()).map(|i| 8 * i).collect::<Vec<_>>()
         );
-        assert_eq!(struct_size(), 8 * 7);
+        assert_eq!(struct_size(), 8 * 12);
         assert_eq!(EVENTS.offset(), None);
         assert_eq!(UNPAIRED.offset(), Some(32));
     }

@@ -58,6 +58,12 @@ pub fn is_several(s: &ast::Session) -> bool {
 /// The session's label: its list as written, without the spaces (`libc:malloc,free`
 /// for user-space functions).
 pub fn list_label(s: &ast::Session) -> String {
+    if let Some(ends) = &s.ends {
+        let point = |p: &ast::SpanPoint| {
+            format!("{}{}", if p.tracepoint { "tp:" } else { "" }, p.name.name)
+        };
+        return format!("{}->{}", point(&ends.start), point(&ends.end));
+    }
     let list = s
         .funcs
         .iter()
@@ -183,7 +189,7 @@ impl Checker<'_> {
     }
 
     /// A function named exactly: unknown and untraceable names are errors.
-    fn exact_function(&mut self, item: &ast::Ident) -> Option<FuncSig> {
+    pub(super) fn exact_function(&mut self, item: &ast::Ident) -> Option<FuncSig> {
         if self.user.is_some() {
             return self.user_function(item);
         }

@@ -16,6 +16,12 @@ impl Checker<'_> {
         arrow: bool,
         field: &ast::Ident,
     ) -> Checked<Expr> {
+        if !arrow
+            && matches!(&base.kind, ast::ExprKind::Name(n) if n == "start")
+            && let Some(v) = self.start_value(field)
+        {
+            return v;
+        }
         let b = self.expr(scope, base)?;
         // The struct whose member is read, and the read so far (a user-space session's
         // with its offsets).

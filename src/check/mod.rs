@@ -23,6 +23,7 @@ mod positional;
 pub mod program;
 pub mod resources;
 mod scratch;
+mod spans;
 mod user;
 
 pub use builtins::builtin_names;
@@ -72,6 +73,8 @@ pub fn check_with(
         uses_ustack: false,
         entry_values: Vec::new(),
         user: None,
+        span_start: None,
+        in_span: false,
     };
     let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
     let mut per_func: HashMap<&str, usize> = HashMap::new();
@@ -137,6 +140,10 @@ struct Checker<'k> {
     entry_values: Vec<Expr>,
     /// The current session's user-space file, when it traces user-space functions.
     user: Option<std::rc::Rc<crate::elf::UserTypes>>,
+    /// While a span's END is checked: its START, for `start.NAME`.
+    span_start: Option<spans::Start>,
+    /// While a span is checked: its points are entries, without `ret`.
+    in_span: bool,
 }
 
 /// What names mean inside one session.
@@ -171,6 +178,9 @@ impl<'k> Checker<'k> {
 
     fn session(&mut self, index: usize, label: String, s: &ast::Session) -> Option<Session> {
         self.user = None;
+        if s.ends.is_some() {
+            return self.span_session(index, label, s);
+        }
         if s.file.is_some() {
             self.user = Some(self.open_user_file(s)?);
         }
@@ -239,29 +249,7 @@ impl<'k> Checker<'k> {
             None => (None, None),
         };
 
-        let default_actions = [ast::Action::Emit {
-            items: Vec::new(),
-            span: s.func.span.clone(),
-        }];
-        let actions = s.actions.as_deref().unwrap_or(&default_actions);
-        let mut event = None;
-        let mut aggregations = Vec::new();
-        for a in actions {
-            match a {
-                ast::Action::Emit { items, span } => {
-                    if event.is_some() {
-                        self.error(span.clone(), DiagKind::TwoEmits);
-                        continue;
-                    }
-                    event = self.emit(&scope, index, &label, items, ret.is_some()).ok();
-                }
-                ast::Action::Aggregate(agg) => {
-                    if let Ok(a) = self.aggregation(&scope, &label, agg) {
-                        aggregations.push(a);
-                    }
-                }
-            }
-        }
+        let (event, aggregations) = self.actions(&scope, index, &label, s, ret.is_some());
         let targets = self.targets(&funcs, &ret_slots);
         Some(Session {
             index,
@@ -279,7 +267,43 @@ impl<'k> Checker<'k> {
             several,
             skipped,
             user: None,
+            span: None,
         })
+    }
+
+    /// A session's actions (`{ emit }` when it has no block): its event and aggregations.
+    fn actions(
+        &mut self,
+        scope: &Scope,
+        index: usize,
+        label: &str,
+        s: &ast::Session,
+        has_ret: bool,
+    ) -> (Option<EventSchema>, Vec<Aggregation>) {
+        let default_actions = [ast::Action::Emit {
+            items: Vec::new(),
+            span: s.func.span.clone(),
+        }];
+        let actions = s.actions.as_deref().unwrap_or(&default_actions);
+        let mut event = None;
+        let mut aggregations = Vec::new();
+        for a in actions {
+            match a {
+                ast::Action::Emit { items, span } => {
+                    if event.is_some() {
+                        self.error(span.clone(), DiagKind::TwoEmits);
+                        continue;
+                    }
+                    event = self.emit(scope, index, label, items, has_ret).ok();
+                }
+                ast::Action::Aggregate(agg) => {
+                    if let Ok(a) = self.aggregation(scope, label, agg) {
+                        aggregations.push(a);
+                    }
+                }
+            }
+        }
+        (event, aggregations)
     }
 }
 

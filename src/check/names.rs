@@ -206,6 +206,9 @@ impl Checker<'_> {
     }
 
     pub(super) fn ret(&mut self, scope: &Scope, span: Span) -> Checked<Expr> {
+        if self.in_span {
+            return Err(self.error(span, DiagKind::RetInSpan));
+        }
         if scope.several {
             self.shared_ret(scope, span.clone())?;
         }

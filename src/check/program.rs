@@ -56,6 +56,38 @@ pub struct Session {
     pub skipped: Vec<(String, String)>,
     /// A session of user-space functions: their file, and how the session runs.
     pub user: Option<UserSession>,
+    /// A span (`span START(KEY) -> END(KEY)`): the session's one target is END, its
+    /// `entry_filter` END's `where` before the start is taken, its `entry_values` the
+    /// `start.NAME` values; `params` holds END's parameters, then START's.
+    pub span: Option<SpanPoints>,
+}
+
+/// What a span adds to its session: its START and the key at both points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanPoints {
+    pub start: SpanPoint,
+    pub end: SpanPoint,
+    /// START's key, in START's names.
+    pub start_key: Expr,
+    /// END's key, of the same type.
+    pub end_key: Expr,
+    /// START's `where`.
+    pub start_filter: Option<Expr>,
+}
+
+/// A kernel function's entry or a BTF tracepoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanPoint {
+    pub name: String,
+    pub tracepoint: bool,
+}
+
+impl SpanPoint {
+    /// The BPF section its program attaches by.
+    pub fn section(&self) -> String {
+        let kind = if self.tracepoint { "tp_btf" } else { "fentry" };
+        format!("{kind}/{}", self.name)
+    }
 }
 
 /// Where a session's user-space functions are and how they are probed.
@@ -331,6 +363,22 @@ pub enum Builtin {
 }
 
 impl Expr {
+    /// The expressions this one is made of, for passes that rewrite them.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match &mut self.kind {
+            ExprKind::Read { base, .. }
+            | ExprKind::Deref(base)
+            | ExprKind::Path(base)
+            | ExprKind::Swap { expr: base, .. }
+            | ExprKind::Unary { expr: base, .. } => vec![&mut **base],
+            ExprKind::ReadStr { ptr, len, .. } => std::iter::once(&mut **ptr)
+                .chain(len.as_deref_mut())
+                .collect(),
+            ExprKind::Binary { lhs, rhs, .. } => vec![&mut **lhs, &mut **rhs],
+            _ => Vec::new(),
+        }
+    }
+
     /// `lhs op rhs` for a logical `op` (`and`, `or`): a boolean of two booleans.
     pub fn logic(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
         Expr {

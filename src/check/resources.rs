@@ -61,7 +61,10 @@ impl Mode {
     pub fn of_program(self, program: &Program) -> String {
         let mut names: Vec<&str> = Vec::new();
         for s in &program.sessions {
-            let n = self.of_session(s).name();
+            let n = match s.span {
+                Some(_) => "span",
+                None => self.of_session(s).name(),
+            };
             if !names.contains(&n) {
                 names.push(n);
             }
@@ -78,6 +81,10 @@ impl Mode {
     pub fn of_session(self, s: &Session) -> Mode {
         if let Some(user) = &s.user {
             return user.mode;
+        }
+        if s.span.is_some() {
+            // Its two ends are entry programs (fentry or tp_btf), each attached alone.
+            return Mode::Fentry;
         }
         let multi = self == Mode::FsessionMulti && s.several;
         match self {

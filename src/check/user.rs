@@ -141,22 +141,7 @@ fn carry_expr(e: &mut Expr, saved: &mut Vec<Expr>) {
         e.kind = ExprKind::Entry(i);
         return;
     }
-    match &mut e.kind {
-        ExprKind::Read { base, .. }
-        | ExprKind::Deref(base)
-        | ExprKind::Path(base)
-        | ExprKind::Swap { expr: base, .. }
-        | ExprKind::Unary { expr: base, .. } => carry_expr(base, saved),
-        ExprKind::ReadStr { ptr, len, .. } => {
-            carry_expr(ptr, saved);
-            if let Some(l) = len {
-                carry_expr(l, saved);
-            }
-        }
-        ExprKind::Binary { lhs, rhs, .. } => {
-            carry_expr(lhs, saved);
-            carry_expr(rhs, saved);
-        }
-        _ => {}
+    for c in e.children_mut() {
+        carry_expr(c, saved);
     }
 }

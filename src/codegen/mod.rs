@@ -73,6 +73,7 @@ static TEMPLATES: LazyLock<Handlebars<'static>> = LazyLock::new(|| {
             "count_unpaired",
             include_str!("../../templates/count_unpaired.bpf.c.hbs"),
         ),
+        ("span", include_str!("../../templates/span.bpf.c.hbs")),
     ] {
         hb.register_template_string(name, text)
             .expect("fslat's own templates are valid handlebars");
@@ -228,6 +229,22 @@ struct SessionData {
     scratch: u32,
     #[serde(flatten)]
     shape: ProgShape,
+    /// A span's START program and END's key (its session's `entry_*` are END's filter).
+    span: Option<SpanData>,
+}
+
+#[derive(Serialize)]
+struct SpanData {
+    start_section: String,
+    end_section: String,
+    start_lines: Vec<String>,
+    start_filter: Option<String>,
+    start_key: String,
+    /// What START saves for `start.NAME`, in order.
+    start_values: Vec<String>,
+    values: usize,
+    end_lines: Vec<String>,
+    end_key: String,
 }
 
 /// How a session's programs are declared and attached, by mode.
@@ -439,6 +456,7 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             .sessions
             .iter()
             .flat_map(|s| match mode.of_session(s) {
+                _ if s.span.is_some() => vec![span_data(s)],
                 m @ (Mode::FsessionMulti
                 | Mode::FexitMulti
                 | Mode::UprobeSession
@@ -652,7 +670,7 @@ fn phases_data(
     let mut entry = Phase::new(s, target, false, multi, scratch(reject));
     let entry_filter = s.entry_filter.as_ref().map(|f| entry.expr(f));
     let entry_lines = entry.take_lines();
-    let entry_values = (!s.entry_values.is_empty()).then(|| {
+    let entry_values = (s.span.is_none() && !s.entry_values.is_empty()).then(|| {
         let init = s
             .entry_values
             .iter()
@@ -711,7 +729,44 @@ fn phases_data(
         scratch_map,
         scratch,
         shape,
+        span: None,
     }
+}
+
+/// A span: END's program is fentry mode's exit with END's filter first; START's program
+/// is built here, in its own phase (its names are START's).
+fn span_data(s: &Session) -> SessionData {
+    let points = s.span.as_ref().expect("span_data is called for spans");
+    let target = &s.targets[0];
+    let mut data = phases_data(s, target, 0, Mode::Fentry, |_| None, None);
+    let scratch = |reject| Scratch {
+        map: data.scratch_map.clone(),
+        reject,
+        used: 0,
+    };
+    let mut start = Phase::new(s, target, false, false, scratch(""));
+    let start_filter = points.start_filter.as_ref().map(|f| start.expr(f));
+    let start_key = start.expr(&points.start_key);
+    let start_values: Vec<String> = s.entry_values.iter().map(|v| start.expr(v)).collect();
+    let mut end = Phase::new(s, target, false, false, scratch(""));
+    let end_key = end.expr(&points.end_key);
+    data.entry_time_early = start.uses_start();
+    data.scratch = data
+        .scratch
+        .max(start.scratch_used())
+        .max(end.scratch_used());
+    data.span = Some(SpanData {
+        start_section: points.start.section(),
+        end_section: points.end.section(),
+        start_lines: start.take_lines(),
+        start_filter,
+        start_key,
+        values: start_values.len(),
+        start_values,
+        end_lines: end.take_lines(),
+        end_key,
+    });
+    data
 }
 
 #[cfg(test)]

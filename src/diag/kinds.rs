@@ -251,6 +251,22 @@ pub enum DiagKind {
         name: String,
         how: &'static str,
     },
+    UnknownTracepoint {
+        name: String,
+    },
+    SpanKeyMismatch {
+        start: String,
+        end: String,
+    },
+    SpanKeyType {
+        ty: String,
+    },
+    SpanStartAtReturn,
+    SpanStartValue {
+        ty: String,
+    },
+    EntryInSpan,
+    RetInSpan,
 }
 
 impl DiagKind {
@@ -338,6 +354,13 @@ impl DiagKind {
             NoUserFunctionMatches { .. } => "F0706",
             UserNeedsX86 => "F0707",
             NotInRegister { .. } => "F0708",
+            UnknownTracepoint { .. } => "F0801",
+            SpanKeyMismatch { .. } => "F0802",
+            SpanKeyType { .. } => "F0803",
+            SpanStartAtReturn => "F0804",
+            SpanStartValue { .. } => "F0805",
+            EntryInSpan => "F0806",
+            RetInSpan => "F0807",
         }
     }
 
@@ -374,6 +397,23 @@ impl DiagKind {
                 format!("`{name}` is not a traceable kernel function (no BTF for it)")
             }
             UnknownName { name } => format!("unknown name `{name}`"),
+            UnknownTracepoint { name } => {
+                format!("`{name}` is not a BTF tracepoint of this kernel (no `btf_trace_{name}`)")
+            }
+            SpanKeyMismatch { start, end } => format!(
+                "a span's two keys must have the same type: START's is {start}, END's is {end}"
+            ),
+            SpanKeyType { ty } => {
+                format!("a span's key must be an integer or a pointer, not {ty}")
+            }
+            SpanStartAtReturn => {
+                "a span's START is one point in time: `latency`, `ret`, `start.NAME` and stacks belong to END".into()
+            }
+            SpanStartValue { ty } => format!(
+                "`start.NAME` carries integers, booleans, durations and pointers, not {ty}"
+            ),
+            EntryInSpan => "`entry()` is for sessions; in a span, write `start.NAME`".into(),
+            RetInSpan => "a span's points are a function's entry or a tracepoint: there is no `ret`".into(),
             UnknownCall { name } => format!("unknown function `{name}()`"),
             RetOfVoid { func } => format!("`{func}` returns void: there is no `ret`"),
             ArgOutOfRange { name, count } => {

@@ -29,6 +29,8 @@ pub struct Options {
     pub clang: Option<PathBuf>,
     pub buffer_size: Option<u32>,
     pub max_keys: Option<u32>,
+    /// `--max-in-flight`: each span's map size.
+    pub max_in_flight: Option<u32>,
     pub no_cache: bool,
     pub listen: Option<std::net::SocketAddr>,
     pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,

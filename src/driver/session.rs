@@ -119,6 +119,7 @@ pub fn run_object(
         interval: opts.interval,
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
         max_keys: opts.max_keys,
+        max_in_flight: opts.max_in_flight,
         verbose: opts.verbose,
         metrics: board,
         // --flamegraph writes its files at the end, maybe into another user's directory.

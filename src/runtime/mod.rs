@@ -46,6 +46,9 @@ pub struct Settings {
     /// `--max-keys`: the distinct keys each aggregation map holds at most (its default:
     /// the map's `max_entries` in the object).
     pub max_keys: Option<u32>,
+    /// `--max-in-flight`: how many spans each span's map holds (default: its size in the
+    /// object, `codegen::INFLIGHT_ENTRIES`).
+    pub max_in_flight: Option<u32>,
     pub verbose: bool,
     /// Where to publish the run's figures for `--listen` and `--otlp`, about once a second
     /// and once at the end.
@@ -114,6 +117,15 @@ pub fn run(
         {
             map.set_max_entries(n).map_err(RuntimeError::libbpf(
                 "sizing an aggregation map (--max-keys)",
+            ))?;
+        } else if let Some(n) = settings.max_in_flight.filter(|_| {
+            program
+                .sessions
+                .iter()
+                .any(|s| s.span.is_some() && s.calls_map(0) == name)
+        }) {
+            map.set_max_entries(n).map_err(RuntimeError::libbpf(
+                "sizing a span's map (--max-in-flight)",
             ))?;
         }
     }
@@ -451,12 +463,17 @@ fn summaries(
             .unwrap_or_default();
         let mut summary = Summary {
             label: s.label.clone(),
-            mode: settings.mode.of_session(s).name(),
+            mode: match s.span {
+                Some(_) => "span",
+                None => settings.mode.of_session(s).name(),
+            },
             ..Summary::default()
         };
         for c in &counters::ALL {
             let has = match c.shown {
                 Shown::Always | Shown::WhereCounted => true,
+                Shown::Sessions => s.span.is_none(),
+                Shown::Spans => s.span.is_some(),
                 Shown::WithAggregations => !s.aggregations.is_empty(),
                 Shown::WithStacks => s.uses_stacks(),
                 Shown::Several => s.several,
@@ -468,6 +485,10 @@ fn summaries(
                 Source::Events => Some(events[s.index]),
                 Source::Functions => Some(s.targets.len() as u64),
                 Source::Missed => missed.get(s.index).copied().flatten(),
+                Source::InFlight => obj
+                    .maps()
+                    .find(|m| m.name().to_string_lossy() == s.calls_map(0))
+                    .map(|m| m.keys().count() as u64),
             };
             summary.set(c, value.filter(|_| has));
         }
@@ -612,6 +633,7 @@ mod tests {
             interval: None,
             ring_size: DEFAULT_RING_SIZE,
             max_keys: None,
+            max_in_flight: None,
             verbose: false,
             metrics: None,
             keep_after_attach: None,

@@ -20,6 +20,26 @@ pub struct Session {
     /// `None` when the session has no block: the actions are then `{ emit }`.
     pub actions: Option<Vec<Action>>,
     pub span: Span,
+    /// `span START(KEY) -> END(KEY)`: the session is a span; `func` is END's name and
+    /// `predicate` END's `where`.
+    pub ends: Option<SpanEnds>,
+}
+
+/// The two points of a span (`span START(KEY) [where C1] -> END(KEY) [where C2]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanEnds {
+    pub start: SpanPoint,
+    pub end: SpanPoint,
+}
+
+/// One point of a span: a kernel function's entry or a BTF tracepoint, with its key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SpanPoint {
+    /// The function or tracepoint name (without `tp:`).
+    pub name: Ident,
+    pub tracepoint: bool,
+    pub key: Expr,
+    pub predicate: Option<Expr>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

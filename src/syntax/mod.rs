@@ -28,8 +28,10 @@ pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
     let mut errors = Vec::new();
     let mut sessions = Vec::new();
     for pair in script.into_inner() {
-        if pair.as_rule() == Rule::session {
-            sessions.push(session(pair, &mut errors));
+        match pair.as_rule() {
+            Rule::session => sessions.push(session(pair, &mut errors)),
+            Rule::span => sessions.push(span_item(pair, &mut errors)),
+            _ => {}
         }
     }
     if sessions.is_empty() && errors.is_empty() {
@@ -108,6 +110,55 @@ fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         predicate,
         actions,
         span: whole,
+        ends: None,
+    }
+}
+
+/// A span, as a session of its END point (whose `where` is the session's predicate).
+fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
+    let whole = span(&pair);
+    let mut points = Vec::new();
+    let mut actions = None;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::span_point => points.push(span_point(p, errors)),
+            Rule::block => actions = Some(block(p, errors)),
+            _ => {}
+        }
+    }
+    let mut points = points.into_iter();
+    let (Some(start), Some(end)) = (points.next(), points.next()) else {
+        unreachable!("the grammar gives a span two points")
+    };
+    Session {
+        func: end.name.clone(),
+        funcs: vec![end.name.clone()],
+        file: None,
+        predicate: end.predicate.clone(),
+        actions,
+        span: whole,
+        ends: Some(SpanEnds { start, end }),
+    }
+}
+
+fn span_point(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> SpanPoint {
+    let mut inner = pair.into_inner();
+    let head = inner.next().expect("a span point starts with its name");
+    let tracepoint = head.as_rule() == Rule::tracepoint;
+    let name = if tracepoint {
+        ident(head.into_inner().next().expect("tp: has a name"))
+    } else {
+        ident(head)
+    };
+    let key = expr(inner.next().expect("a span point has a key"), errors);
+    let predicate = inner
+        .find(|p| p.as_rule() == Rule::pred)
+        .map(|p| expr(p, errors));
+    SpanPoint {
+        name,
+        tracepoint,
+        key,
+        predicate,
     }
 }
 

@@ -21,6 +21,11 @@
                                         CALLS groups of DEPTH events, FIELD 1..DEPTH in
                                         each, latencies never shorter outwards
 
+    check.py span-ledger                a span's text SUMMARY: every start is completed,
+                                        restarted, evicted or still in flight
+                                        (started == completed + restarted + evicted +
+                                        in_flight), and its one hist counts `completed`
+
     check.py flame SVG TITLE FRAME... N an SVG fslat drew with --flamegraph: its title
                                         starts with TITLE (`+` for a space), and the
                                         frames, root first, are stacked one on another
@@ -201,8 +206,29 @@ def flame(path, title, chain, calls):
         below = max(fits, key=lambda b: b[2])
 
 
+def span_ledger():
+    summary, hist = None, 0
+    for line in sys.stdin:
+        if line.startswith("SUMMARY ") and " mode=span " in line:
+            summary = dict(w.split("=", 1) for w in line.split()[2:])
+        m = re.match(r"^\s+\[[^)]*\)\s+(\d+) \|", line)
+        if m:
+            hist += int(m.group(1))
+    if summary is None:
+        fail("no span SUMMARY line")
+    n = {k: int(summary[k]) for k in ("started", "completed", "restarted", "evicted", "in_flight")}
+    print(f"{n}, hist total {hist}")
+    if n["started"] != n["completed"] + n["restarted"] + n["evicted"] + n["in_flight"]:
+        fail("started != completed + restarted + evicted + in_flight")
+    if hist != n["completed"]:
+        fail(f"the hist counts {hist}, completed is {n['completed']}")
+
+
 def main():
     what = sys.argv[1]
+    if what == "span-ledger":
+        span_ledger()
+        return
     if what == "flame":
         flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))
         return

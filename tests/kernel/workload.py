@@ -155,6 +155,32 @@ def slow_pipe_read(delay_ms, ask=1):
     assert data == b"!"
 
 
+def wakes(n, delay_ms):
+    """A child named fslat-wakee sleeps in a pipe read n times; each time, once it sleeps
+    there, this process waits delay_ms and writes one byte: n wakeups of the child, each
+    followed by its switch back onto a CPU."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        with open("/proc/self/comm", "w") as f:
+            f.write("fslat-wakee")
+        for _ in range(n):
+            if os.read(r, 1) != b"!":
+                os._exit(1)
+        os._exit(0)
+    for _ in range(n):
+        give_up = time.monotonic() + 10
+        while not blocked_in_pipe_read(pid, pid, r) and time.monotonic() < give_up:
+            time.sleep(0.001)
+        time.sleep(delay_ms / 1000)
+        os.write(w, b"!")
+    _, status = os.waitpid(pid, 0)
+    os.close(r)
+    os.close(w)
+    assert status == 0
+
+
 def tcp_sends(port, sends, gap_ms):
     """A loopback TCP connection to `port`, all in this thread: connect, `sends` one-byte
     sends (TCP_NODELAY, each read by the server before the next, gap_ms apart), close.
@@ -367,6 +393,9 @@ def main():
     s = sub.add_parser("read-write", help="R one-byte reads and W one-byte writes of a file")
     s.add_argument("reads", type=int)
     s.add_argument("writes", type=int)
+    s = sub.add_parser("wakes", help="a child named fslat-wakee woken N times, MS apart")
+    s.add_argument("n", type=int)
+    s.add_argument("ms", type=int)
     s = sub.add_parser("bursts", help="N bursts of READS one-byte reads, PAUSE_MS apart")
     s.add_argument("n", type=int)
     s.add_argument("reads", type=int)
@@ -448,6 +477,8 @@ def main():
         os.close(fd)
     elif a.what == "read-write":
         reads_and_writes(a.reads, a.writes)
+    elif a.what == "wakes":
+        wakes(a.n, a.ms)
     elif a.what == "bursts":
         for i in range(a.n):
             if i:

@@ -14,6 +14,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::{FEATURES, Features, Field, FuncSig, KType, KernelTypes, Param, TypeId};
 
+/// The functions the kernel generates for each tracepoint event class, with the
+/// tracepoint's arguments by name after a `void *__data` (`DECLARE_EVENT_CLASS`).
+const CLASS_FUNCS: [&str; 3] = ["__bpf_trace_", "trace_event_raw_event_", "perf_trace_"];
+
 /// Where the running kernel exposes its own BTF.
 pub const VMLINUX_PATH: &str = "/sys/kernel/btf/vmlinux";
 
@@ -507,6 +511,49 @@ impl Btf {
         })
     }
 
+    /// The names of a tracepoint's arguments: the `btf_trace_NAME` prototype has none, but
+    /// the functions the kernel generates for its event class do (`CLASS_FUNCS`). The class is
+    /// `NAME` itself, or among the classes with these argument types the one whose name
+    /// shares the longest start with `NAME` (`sched_wakeup` → `sched_wakeup_template`).
+    /// Empty when no class fits (the arguments are then `argN`).
+    fn tracepoint_arg_names(&self, name: &str, types: &[TypeId]) -> Vec<String> {
+        let names_if_fits = |func: TypeId| -> Option<Vec<String>> {
+            let proto = self.rec(self.rec(func)?.size_type)?;
+            if proto.kind != KIND_FUNC_PROTO || proto.vlen != types.len() + 1 {
+                return None;
+            }
+            (1..proto.vlen)
+                .map(|i| {
+                    let [name_off, ty] = self.entry::<2>(&proto, 8, i);
+                    (ty == types[i - 1]).then(|| self.str_at(name_off).to_string())
+                })
+                .collect()
+        };
+        for prefix in CLASS_FUNCS {
+            if let Some(names) = self
+                .function_id(&format!("{prefix}{name}"))
+                .and_then(names_if_fits)
+            {
+                return names;
+            }
+        }
+        let shared = |class: &str| {
+            class
+                .bytes()
+                .zip(name.bytes())
+                .take_while(|(a, b)| a == b)
+                .count()
+        };
+        self.func_ids()
+            .filter_map(|(id, f)| {
+                let class = CLASS_FUNCS.iter().find_map(|p| f.strip_prefix(p))?;
+                Some((shared(class), names_if_fits(id)?))
+            })
+            .max_by_key(|(n, _)| *n)
+            .map(|(_, names)| names)
+            .unwrap_or_default()
+    }
+
     /// Follows typedefs, qualifiers and type tags from `id`: the id reached
     /// (0 for `void`), or `None` for a dangling id or a cycle.
     fn strip(&self, mut id: TypeId) -> Option<TypeId> {
@@ -677,6 +724,44 @@ impl KernelTypes for Btf {
             name: name.to_string(),
             params,
             ret: proto.size_type,
+        })
+    }
+
+    fn tracepoint(&self, name: &str) -> Option<FuncSig> {
+        let typedef = format!("btf_trace_{name}");
+        let strings = &self.data[self.str_start..self.str_end];
+        let mut needle = Vec::with_capacity(typedef.len() + 1);
+        needle.extend_from_slice(typedef.as_bytes());
+        needle.push(0);
+        let offsets = find_all(strings, &needle);
+        let id = (1..self.types.len() as TypeId).find(|&id| {
+            self.rec(id)
+                .is_some_and(|r| r.kind == KIND_TYPEDEF && offsets.contains(&(r.name_off as usize)))
+        })?;
+        let ptr = self.rec(self.rec(id)?.size_type)?;
+        if ptr.kind != KIND_PTR {
+            return None;
+        }
+        let proto = self.rec(ptr.size_type)?;
+        if proto.kind != KIND_FUNC_PROTO || proto.vlen == 0 {
+            return None;
+        }
+        let types: Vec<TypeId> = (1..proto.vlen)
+            .map(|i| self.entry::<2>(&proto, 8, i)[1])
+            .collect();
+        let names = self.tracepoint_arg_names(name, &types);
+        let params = types
+            .iter()
+            .enumerate()
+            .map(|(i, &ty)| Param {
+                name: names.get(i).cloned().unwrap_or_default(),
+                ty,
+            })
+            .collect();
+        Some(FuncSig {
+            name: name.to_string(),
+            params,
+            ret: 0,
         })
     }
 

@@ -1,0 +1,258 @@
+//! Spans: `span START(KEY) [where C1] -> END(KEY) [where C2] { actions }`. START and END
+//! are a kernel function's entry or a BTF tracepoint. A span is checked as a session of
+//! END whose "entry" is START: START's names are checked in START's scope (its key, C1 and
+//! every `start.NAME`, saved with the start time as `entry()` values are), END's in END's.
+//! The session's parameters are END's then START's, so one `Param(i)` names either.
+
+use super::program::*;
+use super::{Checked, Checker, Scope, phases};
+use crate::btf::FuncSig;
+use crate::diag::{DiagKind, Diagnostic};
+use crate::syntax::ast;
+
+/// A span's START while its END is checked: what `start.NAME` reads.
+pub(super) struct Start {
+    func: FuncSig,
+    params: Vec<Param>,
+    /// Where START's parameters begin in the session's parameters.
+    offset: usize,
+}
+
+impl Checker<'_> {
+    pub(super) fn span_session(
+        &mut self,
+        index: usize,
+        label: String,
+        s: &ast::Session,
+    ) -> Option<Session> {
+        let ends = s.ends.as_ref()?;
+        let start_sig = self.span_point(&ends.start);
+        let end_sig = self.span_point(&ends.end);
+        let (start_sig, end_sig) = (start_sig?, end_sig?);
+        self.in_span = true;
+        let (end_params, _) = self.params_of(&end_sig);
+        let (start_params, _) = self.params_of(&start_sig);
+        let offset = end_params.len();
+        self.entry_values.clear();
+
+        // START: its key and its `where`, in its own names, all known at that point.
+        let start_scope = Scope {
+            func: &start_sig,
+            params: &start_params,
+            funcs: std::slice::from_ref(&start_sig),
+            per_func: std::slice::from_ref(&start_params),
+            several: false,
+            func_cap: start_sig.name.len() as u32 + 1,
+        };
+        let start_key = self.span_key(&start_scope, &ends.start.key, offset);
+        let start_filter = match &ends.start.predicate {
+            Some(p) => self
+                .condition(&start_scope, p)
+                .and_then(|c| self.at_start(c, p, offset))
+                .map(Some),
+            None => Ok(None),
+        };
+
+        // END: its key, its `where` (split at the start's lookup) and the actions.
+        self.span_start = Some(Start {
+            func: start_sig.clone(),
+            params: start_params.clone(),
+            offset,
+        });
+        let end_scope = Scope {
+            func: &end_sig,
+            params: &end_params,
+            funcs: std::slice::from_ref(&end_sig),
+            per_func: std::slice::from_ref(&end_params),
+            several: false,
+            func_cap: end_sig.name.len() as u32 + 1,
+        };
+        self.shared = end_params
+            .iter()
+            .map(|p| (p.clone(), vec![p.slot]))
+            .collect();
+        let end_key = self.span_key(&end_scope, &ends.end.key, 0);
+        let (entry_filter, return_filter) = match &s.predicate {
+            Some(p) => match self.condition(&end_scope, p) {
+                Ok(e) => phases::split(e),
+                Err(_) => (None, None),
+            },
+            None => (None, None),
+        };
+        let (event, aggregations) = self.actions(&end_scope, index, &label, s, false);
+        self.span_start = None;
+        self.in_span = false;
+
+        let (start_key, end_key, start_filter) =
+            (start_key.ok()?, end_key.ok()?, start_filter.ok()?);
+        if !same_key_type(&start_key.ty, &end_key.ty) {
+            let d = Diagnostic::new(
+                ends.end.key.span.clone(),
+                DiagKind::SpanKeyMismatch {
+                    start: start_key.ty.describe(),
+                    end: end_key.ty.describe(),
+                },
+            )
+            .hint(format!(
+                "START's key is `{}`: pick keys of one type at both points (a pid, a pointer to the same struct)",
+                self.source.get(ends.start.key.span.clone()).unwrap_or("?")
+            ));
+            self.error_with(d);
+            return None;
+        }
+        let mut params = end_params.clone();
+        params.extend(start_params.iter().cloned());
+        let target = Target {
+            func: end_sig.name.clone(),
+            slots: params.iter().map(|p| p.slot).collect(),
+            ret_slot: 0,
+            ret: None,
+            offset: None,
+        };
+        let point = |p: &ast::SpanPoint| SpanPoint {
+            name: p.name.name.clone(),
+            tracepoint: p.tracepoint,
+        };
+        Some(Session {
+            index,
+            label,
+            func: end_sig.name.clone(),
+            params,
+            ret_slot: 0,
+            ret: None,
+            entry_filter,
+            return_filter,
+            event,
+            aggregations,
+            entry_values: std::mem::take(&mut self.entry_values),
+            targets: vec![target],
+            several: false,
+            skipped: Vec::new(),
+            user: None,
+            span: Some(SpanPoints {
+                start: point(&ends.start),
+                end: point(&ends.end),
+                start_key,
+                end_key,
+                start_filter,
+            }),
+        })
+    }
+
+    /// START's or END's function or tracepoint, by exact name.
+    fn span_point(&mut self, p: &ast::SpanPoint) -> Option<FuncSig> {
+        if !p.tracepoint {
+            return self.exact_function(&p.name).map(|mut f| {
+                // A span point is the function's entry: it has no `ret`.
+                f.ret = 0;
+                f
+            });
+        }
+        let found = self.types().tracepoint(&p.name.name);
+        if found.is_none() {
+            let d = Diagnostic::new(
+                p.name.span.clone(),
+                DiagKind::UnknownTracepoint {
+                    name: p.name.name.clone(),
+                },
+            )
+            .hint("`ls /sys/kernel/tracing/events/*/` names the kernel's tracepoints; BTF ones have a `btf_trace_NAME` type");
+            self.error_with(d);
+        }
+        found
+    }
+
+    /// A key: an integer or a pointer, checked in `scope`, its parameters moved by `offset`.
+    fn span_key(&mut self, scope: &Scope, key: &ast::Expr, offset: usize) -> Checked<Expr> {
+        let k = self.expr(scope, key)?;
+        if !matches!(k.ty, Ty::Int(_) | Ty::Ptr { .. }) {
+            return Err(self.error(
+                key.span.clone(),
+                DiagKind::SpanKeyType {
+                    ty: k.ty.describe(),
+                },
+            ));
+        }
+        self.at_start(k, key, offset)
+    }
+
+    /// `e`, a value of START (or END's key): refused if it needs a later point; its
+    /// parameters moved by `offset`.
+    fn at_start(&mut self, mut e: Expr, written: &ast::Expr, offset: usize) -> Checked<Expr> {
+        if e.at_return() || uses_stack(&e) {
+            return Err(self.error(written.span.clone(), DiagKind::SpanStartAtReturn));
+        }
+        shift_params(&mut e, offset);
+        Ok(e)
+    }
+
+    /// `start.NAME` in END: NAME evaluated at START and carried with the start time.
+    /// `None` when the checker is not in a span's END (then `start` is an ordinary name).
+    pub(super) fn start_value(&mut self, field: &ast::Ident) -> Option<Checked<Expr>> {
+        let start = self.span_start.take()?;
+        let scope = Scope {
+            func: &start.func,
+            params: &start.params,
+            funcs: std::slice::from_ref(&start.func),
+            per_func: std::slice::from_ref(&start.params),
+            several: false,
+            func_cap: start.func.name.len() as u32 + 1,
+        };
+        let written = ast::Expr {
+            kind: ast::ExprKind::Name(field.name.clone()),
+            span: field.span.clone(),
+        };
+        let value = self
+            .expr(&scope, &written)
+            .and_then(|v| self.at_start(v, &written, start.offset))
+            .and_then(|v| self.saved_at_start(v, &written));
+        self.span_start = Some(start);
+        Some(value)
+    }
+
+    fn saved_at_start(&mut self, v: Expr, written: &ast::Expr) -> Checked<Expr> {
+        if !matches!(
+            v.ty,
+            Ty::Int(_) | Ty::Bool | Ty::Duration | Ty::Ptr { .. } | Ty::Formatted { .. }
+        ) {
+            return Err(self.error(
+                written.span.clone(),
+                DiagKind::SpanStartValue {
+                    ty: v.ty.describe(),
+                },
+            ));
+        }
+        self.save_entry_value(v, written.span.clone())
+    }
+
+    /// `entry()` in a span: its values are START's, written `start.NAME`.
+    pub(super) fn entry_in_span(&mut self, span: ast::Span) -> Option<super::Reported> {
+        self.span_start
+            .is_some()
+            .then(|| self.error(span, DiagKind::EntryInSpan))
+    }
+}
+
+/// Keys of one type: integers of one size and signedness, or pointers to one type.
+fn same_key_type(a: &Ty, b: &Ty) -> bool {
+    match (a, b) {
+        (Ty::Int(x), Ty::Int(y)) => x == y,
+        (Ty::Ptr { type_name: x, .. }, Ty::Ptr { type_name: y, .. }) => x == y,
+        _ => false,
+    }
+}
+
+fn uses_stack(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Builtin(Builtin::Kstack | Builtin::Ustack))
+        || e.clone().children_mut().into_iter().any(|c| uses_stack(c))
+}
+
+/// Moves every `Param(i)` of `e` to `Param(i + offset)`.
+fn shift_params(e: &mut Expr, offset: usize) {
+    if let ExprKind::Param(i) = &mut e.kind {
+        *i += offset;
+    }
+    for c in e.children_mut() {
+        shift_params(c, offset);
+    }
+}
