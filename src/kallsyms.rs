@@ -7,10 +7,35 @@
 //!   attaches to one of them; calls to the others are not seen.
 //!
 //! Inlining into a caller leaves no symbol at all, so it cannot be told from here.
+//!
+//! `symbols` is the one reader of the table's lines (stacks use it for the kernel's
+//! text range).
 
 use std::collections::HashMap;
 
-const KALLSYMS: &str = "/proc/kallsyms";
+pub const KALLSYMS: &str = "/proc/kallsyms";
+
+/// One `ADDRESS TYPE NAME [MODULE]` line of `/proc/kallsyms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Symbol<'a> {
+    /// 0 when the kernel hides addresses (`kptr_restrict`) or the field is not hex.
+    pub addr: u64,
+    pub kind: &'a str,
+    pub name: &'a str,
+}
+
+/// The symbols of `/proc/kallsyms` text, skipping lines that are not symbols.
+pub fn symbols(text: &str) -> impl Iterator<Item = Symbol<'_>> {
+    text.lines().filter_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (addr, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
+        Some(Symbol {
+            addr: u64::from_str_radix(addr, 16).unwrap_or(0),
+            kind,
+            name,
+        })
+    })
+}
 
 /// The suffixes GCC gives the copies it makes of a function.
 const COPY_KINDS: [&str; 3] = [".isra.", ".constprop.", ".part."];
@@ -41,12 +66,7 @@ impl Copies {
     /// `ADDRESS TYPE NAME [MODULE]` lines; only text symbols (`t`, `T`) count.
     pub fn parse(text: &str) -> Copies {
         let mut copies = Copies::default();
-        for line in text.lines() {
-            let mut fields = line.split_whitespace();
-            let (Some(_), Some(kind), Some(name)) = (fields.next(), fields.next(), fields.next())
-            else {
-                continue;
-            };
+        for Symbol { kind, name, .. } in symbols(text) {
             // `__pfx_NAME` is the padding before NAME, not a function.
             if !matches!(kind, "t" | "T") || name.starts_with("__pfx_") {
                 continue;

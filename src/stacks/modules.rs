@@ -12,7 +12,8 @@ pub struct Modules {
 impl Modules {
     pub fn read() -> Self {
         let mut m = Self::parse(&std::fs::read_to_string("/proc/modules").unwrap_or_default());
-        m.text = kernel_text(&std::fs::read_to_string("/proc/kallsyms").unwrap_or_default());
+        m.text =
+            kernel_text(&std::fs::read_to_string(crate::kallsyms::KALLSYMS).unwrap_or_default());
         m
     }
 
@@ -51,17 +52,13 @@ impl Modules {
 fn kernel_text(kallsyms: &str) -> std::ops::Range<u64> {
     let mut start = 0;
     let mut end = 0;
-    for line in kallsyms.lines() {
-        let mut w = line.split_whitespace();
-        let (Some(addr), Some(_), Some(name)) = (w.next(), w.next(), w.next()) else {
-            continue;
-        };
-        let slot = match name {
+    for sym in crate::kallsyms::symbols(kallsyms) {
+        let slot = match sym.name {
             "_stext" => &mut start,
             "_etext" => &mut end,
             _ => continue,
         };
-        *slot = u64::from_str_radix(addr, 16).unwrap_or(0);
+        *slot = sym.addr;
         if start != 0 && end != 0 {
             break;
         }
