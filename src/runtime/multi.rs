@@ -13,25 +13,22 @@ use crate::sys::bpf;
 use libbpf_rs::OpenProgramMut;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::OnceLock;
 
-/// The attach type the kernel knows multi-attach fsession programs by
-/// (`BPF_TRACE_FSESSION_MULTI` in `enum bpf_attach_type`, Linux 7.2).
-const FSESSION_MULTI_ATTACH_TYPE: u32 = 61;
-/// `BPF_TRACE_FEXIT_MULTI`: a session that runs at return only (`Mode::FexitMulti`).
-const FEXIT_MULTI_ATTACH_TYPE: u32 = 60;
-
-/// The attach type of a multi-attach program of a session in `mode`.
-fn attach_type(mode: Mode) -> u32 {
-    match mode {
-        Mode::FexitMulti => FEXIT_MULTI_ATTACH_TYPE,
-        _ => FSESSION_MULTI_ATTACH_TYPE,
-    }
+/// The attach type of a multi-attach program of a session in `mode`, as the running
+/// kernel numbers it (`enum bpf_attach_type` in its BTF; 61 and 60 on 7.2), read once.
+fn attach_type(mode: Mode) -> io::Result<u32> {
+    const NAMES: [&str; 2] = ["BPF_TRACE_FSESSION_MULTI", "BPF_TRACE_FEXIT_MULTI"];
+    static TYPES: OnceLock<Vec<Result<u32, String>>> = OnceLock::new();
+    let types = TYPES.get_or_init(|| bpf::vmlinux_attach_types(&NAMES));
+    let i = usize::from(mode == Mode::FexitMulti);
+    types[i].clone().map_err(io::Error::other)
 }
 
 /// Makes `prog` load as a multi-attach program of a session in `mode` (before the
 /// object loads).
 pub fn prepare(prog: &mut OpenProgramMut, mode: Mode) -> io::Result<()> {
-    bpf::set_tracing_attach_type(prog, attach_type(mode))
+    bpf::set_tracing_attach_type(prog, attach_type(mode)?)
 }
 
 /// The kernel's BTF ids of `names` (functions), in the same order.
@@ -47,5 +44,5 @@ pub fn attach(prog: BorrowedFd, mode: Mode, ids: &[u32]) -> io::Result<OwnedFd> 
     pairs.sort_unstable();
     let sorted_ids: Vec<u32> = pairs.iter().map(|p| p.0).collect();
     let cookies: Vec<u64> = pairs.iter().map(|p| p.1).collect();
-    bpf::link_create_tracing_multi(prog, attach_type(mode), &sorted_ids, &cookies)
+    bpf::link_create_tracing_multi(prog, attach_type(mode)?, &sorted_ids, &cookies)
 }

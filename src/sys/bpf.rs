@@ -29,6 +29,58 @@ pub fn set_tracing_attach_type(prog: &mut OpenProgramMut, attach_type: u32) -> i
     Ok(())
 }
 
+/// The values of `enum bpf_attach_type`'s members `names` in the running kernel's BTF
+/// (`BPF_TRACE_FSESSION_MULTI`, `BPF_TRACE_FEXIT_MULTI`), each found or not, in the same
+/// order: newer attach
+/// types are numbered by the kernel that has them, so fslat asks it rather than carrying
+/// the numbers.
+pub fn vmlinux_attach_types(names: &[&str]) -> Vec<Result<u32, String>> {
+    // SAFETY: no arguments; returns a new BTF object or NULL (errno set).
+    let btf = unsafe { libbpf_sys::btf__load_vmlinux_btf() };
+    if btf.is_null() {
+        let why = format!(
+            "cannot read the kernel's BTF: {}",
+            io::Error::last_os_error()
+        );
+        return names.iter().map(|_| Err(why.clone())).collect();
+    }
+    let found = names
+        .iter()
+        .map(|name| {
+            enum_value(btf, c"bpf_attach_type", name)
+                .ok_or_else(|| format!("this kernel's BTF has no `{name}` in enum bpf_attach_type"))
+        })
+        .collect();
+    // SAFETY: `btf` came from btf__load_vmlinux_btf and is not used after this.
+    unsafe { libbpf_sys::btf__free(btf) };
+    found
+}
+
+/// The value of member `name` of the enum `enum_name` in `btf`.
+fn enum_value(btf: *mut libbpf_sys::btf, enum_name: &std::ffi::CStr, name: &str) -> Option<u32> {
+    // SAFETY: `btf` is a valid BTF object for the whole function; libbpf returns records
+    // that live as long as it, and an enum's `vlen` members follow its `btf_type`.
+    unsafe {
+        let id =
+            libbpf_sys::btf__find_by_name_kind(btf, enum_name.as_ptr(), libbpf_sys::BTF_KIND_ENUM);
+        if id <= 0 {
+            return None;
+        }
+        let t = libbpf_sys::btf__type_by_id(btf, id as u32);
+        if t.is_null() {
+            return None;
+        }
+        let vlen = ((*t).info & 0xffff) as usize;
+        let members = t.add(1) as *const libbpf_sys::btf_enum;
+        (0..vlen).find_map(|i| {
+            let m = *members.add(i);
+            let n = libbpf_sys::btf__name_by_offset(btf, m.name_off);
+            (!n.is_null() && std::ffi::CStr::from_ptr(n).to_bytes() == name.as_bytes())
+                .then_some(m.val as u32)
+        })
+    }
+}
+
 /// The running kernel's BTF ids of the functions `names`, in the same order.
 pub fn vmlinux_function_ids(names: &[String]) -> Result<Vec<u32>, String> {
     // SAFETY: no arguments; returns a new BTF object or NULL (errno set).
@@ -243,4 +295,23 @@ pub fn small_map() -> io::Result<OwnedFd> {
     }
     // SAFETY: a new fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The host's own BTF: BPF_TRACE_FENTRY has been 24 since it arrived (5.5); a name
+    /// the enum lacks is an error naming it.
+    #[test]
+    fn attach_types_come_from_the_kernels_btf() {
+        if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+            return;
+        }
+        let found = super::vmlinux_attach_types(&["BPF_TRACE_FENTRY", "BPF_TRACE_NO_SUCH"]);
+        assert_eq!(found[0], Ok(24));
+        assert!(
+            found[1]
+                .as_ref()
+                .is_err_and(|e| e.contains("BPF_TRACE_NO_SUCH"))
+        );
+    }
 }
