@@ -99,6 +99,8 @@ const BUILTINS: &[(&str, Ty)] = &[
 
 const WORDS: &[&str] = &[
     "session",
+    "span",
+    "->",
     "where",
     "emit",
     "as",
@@ -185,7 +187,11 @@ impl<'a, 'k> Gen<'a, 'k> {
         }
         let sessions = 1 + g.rng.below(3);
         for _ in 0..sessions {
-            g.session(&mut out);
+            if g.rng.one_in(8) {
+                g.span(&mut out);
+            } else {
+                g.session(&mut out);
+            }
             out.push_str(if g.rng.one_in(3) { ";\n" } else { "\n" });
         }
         out
@@ -224,6 +230,36 @@ impl<'a, 'k> Gen<'a, 'k> {
         }
         out.push_str(" {");
         let actions = self.rng.below(4);
+        for i in 0..actions {
+            out.push_str(if i == 0 { " " } else { self.sep() });
+            let a = self.action(i == 0);
+            out.push_str(&a);
+        }
+        out.push_str(" }");
+    }
+
+    /// `span A(KEY) [where ...] -> B(KEY) [where ...] { ... }` over two functions, keyed
+    /// by a builtin both ends have; conditions and actions from the builtins (a START
+    /// condition may name `latency`, which the checker refuses there).
+    fn span(&mut self, out: &mut String) {
+        let start = self.rng.pick(self.kernel.functions).clone();
+        let end = self.rng.pick(self.kernel.functions).clone();
+        self.leaves = self.leaves_of("");
+        let key = *self.rng.pick(&["pid", "tgid", "cpu", "uid"]);
+        out.push_str(&format!("span {start}({key})"));
+        if self.rng.one_in(3) {
+            out.push_str(" where ");
+            let e = self.expr(Ty::Bool);
+            out.push_str(&e);
+        }
+        out.push_str(&format!(" -> {end}({key})"));
+        if self.rng.one_in(3) {
+            out.push_str(" where ");
+            let e = self.expr(Ty::Bool);
+            out.push_str(&e);
+        }
+        out.push_str(" {");
+        let actions = 1 + self.rng.below(3);
         for i in 0..actions {
             out.push_str(if i == 0 { " " } else { self.sep() });
             let a = self.action(i == 0);
