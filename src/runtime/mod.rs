@@ -23,7 +23,7 @@ use crate::output::{AggResult, Decoder, Summary, Writer};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
 use std::cell::RefCell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -130,6 +130,10 @@ pub fn run(
         }
     }
     let progs = program.progs();
+    // Multi-attach sessions: their attach types and function ids, from one read of the
+    // kernel's BTF, by session index.
+    let mut vmlinux = None;
+    let mut plans = HashMap::new();
     for mut prog in open.progs_mut() {
         let found = progs.get(&*prog.name().to_string_lossy());
         let user = found
@@ -139,14 +143,21 @@ pub fn run(
             .filter(|p| p.role == ProgRole::Multi && !user)
             .and_then(|p| program.sessions.get(p.session))
         {
-            multi::prepare(&mut prog, settings.mode.of_session(s)).map_err(|e| {
-                RuntimeError::MultiAttach {
-                    session: prog.name().to_string_lossy().into_owned(),
-                    reason: e.to_string(),
-                }
-            })?;
+            let failed = |reason: String| RuntimeError::MultiAttach {
+                session: s.label.clone(),
+                reason,
+            };
+            let btf = match &mut vmlinux {
+                Some(btf) => btf,
+                None => vmlinux.insert(crate::sys::bpf::VmlinuxBtf::load().map_err(failed)?),
+            };
+            let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
+            let plan = multi::plan(btf, settings.mode.of_session(s), &funcs).map_err(failed)?;
+            multi::prepare(&mut prog, &plan).map_err(|e| failed(e.to_string()))?;
+            plans.insert(s.index, plan);
         }
     }
+    drop(vmlinux);
     let obj = open.load().map_err(|e| errors::load_error(e, program))?;
 
     // fentry mode: every fexit program before any fentry program, so that each entry
@@ -182,14 +193,15 @@ pub fn run(
                 .filter(|p| p.role == ProgRole::Multi)
                 .and_then(|p| program.sessions.get(p.session))
             {
-                let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
-                let failed = |reason: String| RuntimeError::MultiAttach {
-                    session: s.label.clone(),
-                    reason,
-                };
-                let ids = multi::function_ids(&funcs).map_err(failed)?;
-                let link = multi::attach(prog.as_fd(), settings.mode.of_session(s), &ids)
-                    .map_err(|e| failed(e.to_string()))?;
+                let link = plans
+                    .get(&s.index)
+                    .ok_or(RuntimeError::Missing("a multi-attach session's plan"))
+                    .and_then(|plan| {
+                        multi::attach(prog.as_fd(), plan).map_err(|e| RuntimeError::MultiAttach {
+                            session: s.label.clone(),
+                            reason: e.to_string(),
+                        })
+                    })?;
                 multi_links.push(link);
                 continue;
             }

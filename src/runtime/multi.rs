@@ -13,36 +13,38 @@ use crate::sys::bpf;
 use libbpf_rs::OpenProgramMut;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::sync::OnceLock;
 
-/// The attach type of a multi-attach program of a session in `mode`, as the running
-/// kernel numbers it (`enum bpf_attach_type` in its BTF; 61 and 60 on 7.2), read once.
-fn attach_type(mode: Mode) -> io::Result<u32> {
-    const NAMES: [&str; 2] = ["BPF_TRACE_FSESSION_MULTI", "BPF_TRACE_FEXIT_MULTI"];
-    static TYPES: OnceLock<Vec<Result<u32, String>>> = OnceLock::new();
-    let types = TYPES.get_or_init(|| bpf::vmlinux_attach_types(&NAMES));
-    let i = usize::from(mode == Mode::FexitMulti);
-    types[i].clone().map_err(io::Error::other)
+/// What attaching one multi-attach session needs from the kernel's BTF, read before the
+/// object loads: the attach type of its mode and its functions' BTF ids.
+pub struct Plan {
+    attach_type: u32,
+    ids: Vec<u32>,
 }
 
-/// Makes `prog` load as a multi-attach program of a session in `mode` (before the
-/// object loads).
-pub fn prepare(prog: &mut OpenProgramMut, mode: Mode) -> io::Result<()> {
-    bpf::set_tracing_attach_type(prog, attach_type(mode)?)
+/// The plan for a session in `mode` over the functions `funcs`, from `btf`.
+pub fn plan(btf: &bpf::VmlinuxBtf, mode: Mode, funcs: &[String]) -> Result<Plan, String> {
+    let attach_type = btf.attach_type(match mode {
+        Mode::FexitMulti => "BPF_TRACE_FEXIT_MULTI",
+        _ => "BPF_TRACE_FSESSION_MULTI",
+    })?;
+    Ok(Plan {
+        attach_type,
+        ids: btf.function_ids(funcs)?,
+    })
 }
 
-/// The kernel's BTF ids of `names` (functions), in the same order.
-pub fn function_ids(names: &[String]) -> Result<Vec<u32>, String> {
-    bpf::vmlinux_function_ids(names)
+/// Makes `prog` load as the multi-attach program `plan` is for (before the object loads).
+pub fn prepare(prog: &mut OpenProgramMut, plan: &Plan) -> io::Result<()> {
+    bpf::set_tracing_attach_type(prog, plan.attach_type)
 }
 
-/// Attaches the loaded program `prog` to the functions with BTF `ids`; function `i` gets
-/// cookie `i`. The link lives as long as the returned descriptor.
-pub fn attach(prog: BorrowedFd, mode: Mode, ids: &[u32]) -> io::Result<OwnedFd> {
+/// Attaches the loaded program `prog` to the plan's functions; function `i` gets cookie
+/// `i`. The link lives as long as the returned descriptor.
+pub fn attach(prog: BorrowedFd, plan: &Plan) -> io::Result<OwnedFd> {
     // Ascending ids, each with its cookie, so the kernel's own sort changes nothing.
-    let mut pairs: Vec<(u32, u64)> = ids.iter().copied().zip(0u64..).collect();
+    let mut pairs: Vec<(u32, u64)> = plan.ids.iter().copied().zip(0u64..).collect();
     pairs.sort_unstable();
     let sorted_ids: Vec<u32> = pairs.iter().map(|p| p.0).collect();
     let cookies: Vec<u64> = pairs.iter().map(|p| p.1).collect();
-    bpf::link_create_tracing_multi(prog, attach_type(mode)?, &sorted_ids, &cookies)
+    bpf::link_create_tracing_multi(prog, plan.attach_type, &sorted_ids, &cookies)
 }

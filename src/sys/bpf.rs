@@ -29,31 +29,60 @@ pub fn set_tracing_attach_type(prog: &mut OpenProgramMut, attach_type: u32) -> i
     Ok(())
 }
 
-/// The values of `enum bpf_attach_type`'s members `names` in the running kernel's BTF
-/// (`BPF_TRACE_FSESSION_MULTI`, `BPF_TRACE_FEXIT_MULTI`), each found or not, in the same
-/// order: newer attach
-/// types are numbered by the kernel that has them, so fslat asks it rather than carrying
-/// the numbers.
-pub fn vmlinux_attach_types(names: &[&str]) -> Vec<Result<u32, String>> {
-    // SAFETY: no arguments; returns a new BTF object or NULL (errno set).
-    let btf = unsafe { libbpf_sys::btf__load_vmlinux_btf() };
-    if btf.is_null() {
-        let why = format!(
-            "cannot read the kernel's BTF: {}",
-            io::Error::last_os_error()
-        );
-        return names.iter().map(|_| Err(why.clone())).collect();
+/// The running kernel's BTF as libbpf reads it (`btf__load_vmlinux_btf`), freed when
+/// dropped: loaded once for what attaching multi-attach programs asks of it.
+pub struct VmlinuxBtf(*mut libbpf_sys::btf);
+
+impl VmlinuxBtf {
+    pub fn load() -> Result<VmlinuxBtf, String> {
+        // SAFETY: no arguments; returns a new BTF object or NULL (errno set).
+        let btf = unsafe { libbpf_sys::btf__load_vmlinux_btf() };
+        if btf.is_null() {
+            return Err(format!(
+                "cannot read the kernel's BTF: {}",
+                io::Error::last_os_error()
+            ));
+        }
+        Ok(VmlinuxBtf(btf))
     }
-    let found = names
-        .iter()
-        .map(|name| {
-            enum_value(btf, c"bpf_attach_type", name)
-                .ok_or_else(|| format!("this kernel's BTF has no `{name}` in enum bpf_attach_type"))
-        })
-        .collect();
-    // SAFETY: `btf` came from btf__load_vmlinux_btf and is not used after this.
-    unsafe { libbpf_sys::btf__free(btf) };
-    found
+
+    /// The BTF ids of the functions `names`, in the same order.
+    pub fn function_ids(&self, names: &[String]) -> Result<Vec<u32>, String> {
+        names
+            .iter()
+            .map(|name| {
+                let missing = || format!("`{name}` has no BTF function id in this kernel");
+                let c = CString::new(name.as_str()).map_err(|_| missing())?;
+                // SAFETY: `self.0` is valid while `self` lives; `c` outlives the call.
+                let id = unsafe {
+                    libbpf_sys::btf__find_by_name_kind(
+                        self.0,
+                        c.as_ptr(),
+                        libbpf_sys::BTF_KIND_FUNC,
+                    )
+                };
+                u32::try_from(id)
+                    .ok()
+                    .filter(|&id| id > 0)
+                    .ok_or_else(missing)
+            })
+            .collect()
+    }
+
+    /// The value of `enum bpf_attach_type`'s member `name` (`BPF_TRACE_FSESSION_MULTI`,
+    /// `BPF_TRACE_FEXIT_MULTI`): newer attach types are numbered by the kernel that has
+    /// them, so fslat asks it rather than carrying the numbers.
+    pub fn attach_type(&self, name: &str) -> Result<u32, String> {
+        enum_value(self.0, c"bpf_attach_type", name)
+            .ok_or_else(|| format!("this kernel's BTF has no `{name}` in enum bpf_attach_type"))
+    }
+}
+
+impl Drop for VmlinuxBtf {
+    fn drop(&mut self) {
+        // SAFETY: from btf__load_vmlinux_btf, freed once, not used after.
+        unsafe { libbpf_sys::btf__free(self.0) };
+    }
 }
 
 /// The value of member `name` of the enum `enum_name` in `btf`.
@@ -78,41 +107,6 @@ fn enum_value(btf: *mut libbpf_sys::btf, enum_name: &std::ffi::CStr, name: &str)
             (!n.is_null() && std::ffi::CStr::from_ptr(n).to_bytes() == name.as_bytes())
                 .then_some(m.val as u32)
         })
-    }
-}
-
-/// The running kernel's BTF ids of the functions `names`, in the same order.
-pub fn vmlinux_function_ids(names: &[String]) -> Result<Vec<u32>, String> {
-    // SAFETY: no arguments; returns a new BTF object or NULL (errno set).
-    let btf = unsafe { libbpf_sys::btf__load_vmlinux_btf() };
-    if btf.is_null() {
-        return Err(format!(
-            "cannot read the kernel's BTF: {}",
-            io::Error::last_os_error()
-        ));
-    }
-    let mut ids = Vec::with_capacity(names.len());
-    let mut missing = None;
-    for name in names {
-        let Ok(c) = CString::new(name.as_str()) else {
-            missing = Some(name.clone());
-            break;
-        };
-        // SAFETY: `btf` is valid until freed below; `c` outlives the call.
-        let id = unsafe {
-            libbpf_sys::btf__find_by_name_kind(btf, c.as_ptr(), libbpf_sys::BTF_KIND_FUNC)
-        };
-        if id <= 0 {
-            missing = Some(name.clone());
-            break;
-        }
-        ids.push(id as u32);
-    }
-    // SAFETY: `btf` came from btf__load_vmlinux_btf and is not used after this.
-    unsafe { libbpf_sys::btf__free(btf) };
-    match missing {
-        Some(name) => Err(format!("`{name}` has no BTF function id in this kernel")),
-        None => Ok(ids),
     }
 }
 
@@ -306,11 +300,10 @@ mod tests {
         if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
             return;
         }
-        let found = super::vmlinux_attach_types(&["BPF_TRACE_FENTRY", "BPF_TRACE_NO_SUCH"]);
-        assert_eq!(found[0], Ok(24));
+        let btf = super::VmlinuxBtf::load().expect("the host's BTF loads");
+        assert_eq!(btf.attach_type("BPF_TRACE_FENTRY"), Ok(24));
         assert!(
-            found[1]
-                .as_ref()
+            btf.attach_type("BPF_TRACE_NO_SUCH")
                 .is_err_and(|e| e.contains("BPF_TRACE_NO_SUCH"))
         );
     }
