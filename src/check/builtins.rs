@@ -50,6 +50,14 @@ pub enum C {
     Stack(StackKind),
 }
 
+impl BuiltinDef {
+    /// Whether it reads the call's entry time (`ts`, `latency`): a session that uses it
+    /// needs its entry (`Session::needs_entry`).
+    pub fn reads_entry_time(&self) -> bool {
+        matches!(self.c, C::Expr(e) if e.contains("{start}"))
+    }
+}
+
 const fn def(
     names: &'static [&'static str],
     builtin: Builtin,
@@ -137,7 +145,7 @@ pub const BUILTINS: &[BuiltinDef] = &[
         Builtin::Latency,
         BuiltinTy::Duration,
         "duration",
-        C::Expr("({now} - fslat_start)"),
+        C::Expr("({now} - {start})"),
     )),
     def(
         &["func"],

@@ -136,10 +136,11 @@ impl Session {
         let mut timed = !self.entry_values.is_empty();
         for e in self.return_exprs() {
             e.visit(&mut |x| {
-                timed |= matches!(
-                    x.kind,
-                    ExprKind::Builtin(Builtin::Latency | Builtin::Ts) | ExprKind::Entry(_)
-                )
+                timed |= match x.kind {
+                    ExprKind::Builtin(b) => super::builtins::def_of(b).reads_entry_time(),
+                    ExprKind::Entry(_) => true,
+                    _ => false,
+                }
             });
         }
         timed
