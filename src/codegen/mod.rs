@@ -668,8 +668,12 @@ fn phases_data(
     // A call given up at a session program's entry must leave the cookie saying so.
     let reject = if fsession { "*fslat_cookie = 0; " } else { "" };
     let mut entry = Phase::new(s, target, false, multi, scratch(reject));
-    let entry_filter = s.entry_filter.as_ref().map(|f| entry.expr(f));
-    let entry_lines = entry.take_lines();
+    let mut ret = Phase::new(s, target, true, multi, scratch(""));
+    // At return only, the entry filter is the return phase's first lines: what it reads
+    // (`pid_tgid`, a parameter) is then read once for the whole program.
+    let filter_phase = if exit_only { &mut ret } else { &mut entry };
+    let entry_filter = s.entry_filter.as_ref().map(|f| filter_phase.expr(f));
+    let entry_lines = filter_phase.take_lines();
     let entry_values = (s.span.is_none() && !s.entry_values.is_empty()).then(|| {
         let init = s
             .entry_values
@@ -684,7 +688,6 @@ fn phases_data(
     });
     let entry_time_early = entry.uses_start();
 
-    let mut ret = Phase::new(s, target, true, multi, scratch(""));
     let error_check = error_check(&mut ret);
     let return_filter = s.return_filter.as_ref().map(|f| ret.expr(f));
     let return_lines = ret.take_lines();
