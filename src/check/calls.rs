@@ -8,8 +8,11 @@ use crate::btf::KType;
 use crate::diag::{DiagKind, Diagnostic};
 use crate::syntax::ast::{self, Span};
 
-/// Most `entry()` values one session saves (each is 8 bytes per call in flight).
+/// Most `entry()` values one session saves.
 pub const MAX_ENTRY_VALUES: usize = 8;
+/// Most bytes they take together per call in flight (a scalar 8, a string its capacity
+/// rounded up to 8): they are copied to the BPF stack at return.
+pub const MAX_ENTRY_BYTES: usize = 128;
 
 /// Every function a script can call, for messages and completion.
 pub const CALLS: &[&str] = &[
@@ -214,13 +217,18 @@ impl Checker<'_> {
         }
         if !matches!(
             v.ty,
-            Ty::Int(_) | Ty::Bool | Ty::Duration | Ty::Ptr { .. } | Ty::Formatted { .. }
+            Ty::Int(_)
+                | Ty::Bool
+                | Ty::Duration
+                | Ty::Ptr { .. }
+                | Ty::Formatted { .. }
+                | Ty::Str { .. }
         ) {
             return Err(self.error(
                 e.span.clone(),
                 DiagKind::BadArgType {
                     func: "entry".into(),
-                    expected: "an integer, boolean, duration or pointer",
+                    expected: "an integer, boolean, duration, pointer or string",
                     found: v.ty.describe(),
                 },
             ));
@@ -230,13 +238,17 @@ impl Checker<'_> {
 
     /// `v`, evaluated at entry (a span's START) and saved for return (END).
     pub(super) fn save_entry_value(&mut self, v: Expr, span: Span) -> Checked<Expr> {
+        let words: usize = self.entry_values.iter().map(|s| saved_words(&s.ty)).sum();
         let index = match self.entry_values.iter().position(|saved| *saved == v) {
             Some(i) => i,
-            None if self.entry_values.len() >= MAX_ENTRY_VALUES => {
+            None if self.entry_values.len() >= MAX_ENTRY_VALUES
+                || (words + saved_words(&v.ty)) * 8 > MAX_ENTRY_BYTES =>
+            {
                 return Err(self.error(
                     span,
                     DiagKind::TooManyEntryValues {
                         max: MAX_ENTRY_VALUES,
+                        bytes: MAX_ENTRY_BYTES,
                     },
                 ));
             }

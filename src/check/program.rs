@@ -62,6 +62,14 @@ pub struct Session {
     pub span: Option<SpanPoints>,
 }
 
+/// The `__u64`s a value saved at entry (`entry()`, `start.NAME`) takes.
+pub fn saved_words(ty: &Ty) -> usize {
+    match ty {
+        Ty::Str { cap } => (*cap as usize).div_ceil(8),
+        _ => 1,
+    }
+}
+
 /// What a span adds to its session: its START and the key at both points.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpanPoints {
@@ -144,6 +152,18 @@ impl Session {
             });
         }
         timed
+    }
+
+    /// Where each of `entry_values` starts among the `__u64`s a call saves, and how many
+    /// it saves in all: a scalar takes one, a string as many as its bytes fill.
+    pub fn entry_layout(&self) -> (Vec<usize>, usize) {
+        let mut at = Vec::with_capacity(self.entry_values.len());
+        let mut total = 0;
+        for v in &self.entry_values {
+            at.push(total);
+            total += saved_words(&v.ty);
+        }
+        (at, total)
     }
 
     /// Whether its event or one of its aggregation keys is a stack.

@@ -278,6 +278,29 @@ impl<'p> Phase<'p> {
         }
     }
 
+    /// Where `entry_values[i]` starts in `fslat_ev`.
+    fn saved_at(&self, i: usize) -> usize {
+        self.session.entry_layout().0[i]
+    }
+
+    /// A statement that saves `entry_values[i]` of the session into the `__u64`s of
+    /// `words` (an lvalue array, `fslat_ev` or a map value's), at entry.
+    pub fn save(&mut self, i: usize, words: &str) -> String {
+        let session = self.session;
+        let v = &session.entry_values[i];
+        let at = self.saved_at(i);
+        match v.ty {
+            Ty::Str { cap } => {
+                let dst = format!("(*(char (*)[{cap}])&{words}[{at}])");
+                self.fill_string(v, &dst, cap)
+            }
+            _ => {
+                let x = self.expr(v);
+                format!("{words}[{at}] = (__u64)({x});")
+            }
+        }
+    }
+
     /// A C expression for a non-string value.
     pub fn expr(&mut self, e: &Expr) -> String {
         match &e.kind {
@@ -302,7 +325,7 @@ impl<'p> Phase<'p> {
                     Ty::Bool => "__u8",
                     _ => "__u64",
                 };
-                format!("(({ty})fslat_ev[{i}])")
+                format!("(({ty})fslat_ev[{}])", self.saved_at(*i))
             }
             ExprKind::Builtin(b) => self.builtin(*b),
             // The ancestor at the path's depth is the path's cgroup: the task is in it or
@@ -409,6 +432,9 @@ impl<'p> Phase<'p> {
         let Ty::Str { cap } = e.ty else {
             unreachable!("string_ref takes strings")
         };
+        if let ExprKind::Entry(i) = e.kind {
+            return format!("((const char *)&fslat_ev[{}])", self.saved_at(i));
+        }
         let what = format!("{:?}", e.kind);
         if let Some(buf) = self.strings.get(&what) {
             return buf.clone();
@@ -445,6 +471,12 @@ impl<'p> Phase<'p> {
                 let name = self.target.func.as_bytes();
                 let n = (name.len() + 1).min(cap as usize);
                 format!("__builtin_memcpy({dst}, {}, {n});", c_string(name))
+            }
+            ExprKind::Entry(i) => {
+                format!(
+                    "__builtin_memcpy({dst}, &fslat_ev[{}], {cap});",
+                    self.saved_at(*i)
+                )
             }
             ExprKind::Str(bytes) => {
                 let n = (bytes.len() + 1).min(cap as usize);

@@ -354,10 +354,8 @@ impl ProgShape {
 
 #[derive(Serialize)]
 struct EntryValuesData {
-    /// Declarations the values need.
-    lines: Vec<String>,
-    /// The initializer of `__u64 fslat_ev[FSLAT_ENTRY_VALUES]`.
-    init: String,
+    /// The statements that fill `__u64 fslat_ev[FSLAT_ENTRY_VALUES]`, with what they need.
+    saves: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -391,7 +389,7 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         entry_values: program
             .sessions
             .iter()
-            .map(|s| s.entry_values.len())
+            .map(|s| s.entry_layout().1)
             .max()
             .unwrap_or(0),
         session_count: program.sessions.len().max(1),
@@ -674,17 +672,8 @@ fn phases_data(
     let filter_phase = if exit_only { &mut ret } else { &mut entry };
     let entry_filter = s.entry_filter.as_ref().map(|f| filter_phase.expr(f));
     let entry_lines = filter_phase.take_lines();
-    let entry_values = (s.span.is_none() && !s.entry_values.is_empty()).then(|| {
-        let init = s
-            .entry_values
-            .iter()
-            .map(|v| format!("(__u64)({})", entry.expr(v)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        EntryValuesData {
-            lines: entry.take_lines(),
-            init,
-        }
+    let entry_values = (s.span.is_none() && !s.entry_values.is_empty()).then(|| EntryValuesData {
+        saves: saves(&mut entry, s, "fslat_ev"),
     });
     let entry_time_early = entry.uses_start();
 
@@ -736,6 +725,18 @@ fn phases_data(
     }
 }
 
+/// The statements that save the session's entry values into `words` in `phase`, each
+/// after the lines it needs.
+fn saves(phase: &mut Phase, s: &Session, words: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for i in 0..s.entry_values.len() {
+        let save = phase.save(i, words);
+        out.extend(phase.take_lines());
+        out.push(save);
+    }
+    out
+}
+
 /// A span: END's program is fentry mode's exit with END's filter first; START's program
 /// is built here, in its own phase (its names are START's).
 fn span_data(s: &Session) -> SessionData {
@@ -750,7 +751,8 @@ fn span_data(s: &Session) -> SessionData {
     let mut start = Phase::new(s, target, false, false, scratch(""));
     let start_filter = points.start_filter.as_ref().map(|f| start.expr(f));
     let start_key = start.expr(&points.start_key);
-    let start_values: Vec<String> = s.entry_values.iter().map(|v| start.expr(v)).collect();
+    let start_lines = start.take_lines();
+    let start_values = saves(&mut start, s, "fslat_v.ev");
     let mut end = Phase::new(s, target, false, false, scratch(""));
     let end_key = end.expr(&points.end_key);
     data.entry_time_early = start.uses_start();
@@ -761,10 +763,10 @@ fn span_data(s: &Session) -> SessionData {
     data.span = Some(SpanData {
         start_section: points.start.section(),
         end_section: points.end.section(),
-        start_lines: start.take_lines(),
+        start_lines,
         start_filter,
         start_key,
-        values: start_values.len(),
+        values: s.entry_layout().1,
         start_values,
         end_lines: end.take_lines(),
         end_key,

@@ -116,6 +116,7 @@ pub enum DiagKind {
     EntryOfReturnValue,
     TooManyEntryValues {
         max: usize,
+        bytes: usize,
     },
     MissingPositional {
         n: usize,
@@ -410,7 +411,7 @@ impl DiagKind {
                 "a span's START is one point in time: `latency`, `ret`, `start.NAME` and stacks belong to END".into()
             }
             SpanStartValue { ty } => format!(
-                "`start.NAME` carries integers, booleans, durations and pointers, not {ty}"
+                "`start.NAME` carries integers, booleans, durations, pointers and strings, not {ty}"
             ),
             EntryInSpan => "`entry()` is for sessions; in a span, write `start.NAME`".into(),
             RetInSpan => "a span's points are a function's entry or a tracepoint: there is no `ret`".into(),
@@ -472,9 +473,9 @@ impl DiagKind {
             EntryOfReturnValue => {
                 "`entry()` saves a value at entry, but this is known only at return".into()
             }
-            TooManyEntryValues { max } => {
-                format!("a session saves at most {max} different `entry()` values")
-            }
+            TooManyEntryValues { max, bytes } => format!(
+                "a session saves at most {max} different values at entry (`entry()`, `start.NAME`), {bytes} bytes in all"
+            ),
             MissingPositional { n, given } => format!(
                 "`${n}` is not given: the script was run with {given} argument{}",
                 if *given == 1 { "" } else { "s" }

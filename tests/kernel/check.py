@@ -224,10 +224,40 @@ def span_ledger():
         fail(f"the hist counts {hist}, completed is {n['completed']}")
 
 
+def span_intervals(min_busy):
+    """A span under `-i -f json`: the intervals' counts, histograms and percentiles each
+    add up to the summary's `completed`, as do the emitted events."""
+    recs = records()
+    summaries = [r for r in recs if r["type"] == "summary"]
+    if not summaries:
+        fail("no summary record")
+    completed = summaries[0]["completed"]
+    counts, hists, pcts, busy = 0, 0, 0, set()
+    for r in recs:
+        for row in r.get("rows", []) if r["type"] in ("count", "hist", "percentiles") else []:
+            if r["type"] == "count":
+                counts += row["value"]
+                busy.add(r.get("interval"))
+            elif r["type"] == "hist":
+                hists += sum(b["count"] for b in row["buckets"])
+            else:
+                pcts += row["count"]
+    events = len(latencies(recs))
+    print(f"completed={completed} busy={len(busy)} count={counts} hist={hists} "
+          f"percentiles={pcts} events={events}")
+    if not completed == counts == hists == pcts == events:
+        fail("the intervals and events do not add up to the summary's completed")
+    if len(busy) < min_busy:
+        fail(f"only {len(busy)} intervals saw spans, expected at least {min_busy}")
+
+
 def main():
     what = sys.argv[1]
     if what == "span-ledger":
         span_ledger()
+        return
+    if what == "span-intervals":
+        span_intervals(int(sys.argv[2]))
         return
     if what == "flame":
         flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))

@@ -7,6 +7,7 @@ makes no reads), so a test can start it, learn its pid, attach fslat, then let i
 
 import argparse
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -408,6 +409,9 @@ def main():
                    help="then read stdin to its end, 64 KiB a read (a pipeline's reader)")
     s = sub.add_parser("writes", help="one write per item to an empty file: N bytes, or the text")
     s.add_argument("items", nargs="+")
+    s = sub.add_parser("rename", help="create OLD in a new directory, rename it to NEW")
+    s.add_argument("old")
+    s.add_argument("new")
     s = sub.add_parser("cgroup-reads",
                        help="N one-byte preads from within each cgroup v2 PATH: PATH:N ...")
     s.add_argument("items", nargs="*")
@@ -495,6 +499,11 @@ def main():
             pass
     elif a.what == "writes":
         writes(a.items)
+    elif a.what == "rename":
+        d = tempfile.mkdtemp()
+        open(os.path.join(d, a.old), "w").close()
+        os.rename(os.path.join(d, a.old), os.path.join(d, a.new))
+        shutil.rmtree(d)
     elif a.what == "cgroup-reads":
         cgroup_reads(home, cgroup_spec(a.items), cgroup_spec(a.late))
     elif a.what == "sleep":
