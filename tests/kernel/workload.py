@@ -288,6 +288,18 @@ def slow_pipe_write(delay_ms):
     os.waitpid(pid, 0)
 
 
+def block_reads(dev, n):
+    """N reads of 4 KiB at distinct offsets of block device DEV with O_DIRECT: each one
+    request to the device (no page cache, no read-ahead)."""
+    import mmap
+    buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT wants
+    fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+    for i in range(n):
+        if os.preadv(fd, [buf], i * 4096) != 4096:
+            sys.exit(f"short read of {dev}")
+    os.close(fd)
+
+
 def reads_and_writes(reads, writes):
     """Exactly `writes` one-byte pwrites, then `reads` one-byte preads, of a file that
     needs no write to create (O_TMPFILE): one vfs_write and one vfs_read call each."""
@@ -391,6 +403,9 @@ def main():
     s.add_argument("--delay-ms", type=int, default=50)
     s = sub.add_parser("open", help="create PATH, then open it for reading")
     s.add_argument("path")
+    s = sub.add_parser("block-reads", help="N direct 4 KiB reads of block device DEV")
+    s.add_argument("dev")
+    s.add_argument("n", type=int)
     s = sub.add_parser("read-write", help="R one-byte reads and W one-byte writes of a file")
     s.add_argument("reads", type=int)
     s.add_argument("writes", type=int)
@@ -479,6 +494,8 @@ def main():
             pass
         fd = os.open(a.path, os.O_RDONLY)
         os.close(fd)
+    elif a.what == "block-reads":
+        block_reads(a.dev, a.n)
     elif a.what == "read-write":
         reads_and_writes(a.reads, a.writes)
     elif a.what == "wakes":
