@@ -34,6 +34,10 @@ impl Aggregate for Hist {
     }
 
     /// A duration counts whole microseconds, so its bounds are round.
+    fn zero_start(&self) -> bool {
+        true
+    }
+
     fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String {
         let add = if a.duration {
             "fslat_hist_add_us"

@@ -53,6 +53,10 @@ impl Aggregate for Lhist {
         ]
     }
 
+    fn zero_start(&self) -> bool {
+        true
+    }
+
     fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String {
         let l = a.linear.expect("the check gives an lhist its range");
         format!(

@@ -72,6 +72,13 @@ pub trait Aggregate: Sync {
     fn header(&self) -> Option<&'static str> {
         None
     }
+    /// Whether a value of all zeros is a right start: what it shows reads no field that
+    /// starts elsewhere (`min` and `max` start at the bounds they compare against). Such an
+    /// aggregation without keys is kept per CPU (`Aggregation::per_cpu_array`), its CPUs'
+    /// states merged when read.
+    fn zero_start(&self) -> bool {
+        false
+    }
     /// `percentiles`: a per-CPU map of each key's count, sum and max beside the shared one
     /// (`c_after` updates it).
     fn per_cpu_max(&self) -> bool {

@@ -19,6 +19,9 @@ pub struct Scalar {
     pub add: &'static str,
 }
 
+/// The helper that keeps min and max, which start at the bounds, not at zero.
+const KEEPS_BOUNDS: &str = "fslat_stat_add";
+
 /// A `struct fslat_stat`, starting with the bounds min and max compare against.
 pub fn c_value() -> CValue {
     CValue {
@@ -64,6 +67,10 @@ impl Aggregate for Scalar {
 
     fn c_add(&self, _: &Aggregation, value: &str, x: &str) -> String {
         format!("{}({value}, {x});", self.add)
+    }
+
+    fn zero_start(&self) -> bool {
+        self.add != KEEPS_BOUNDS
     }
 
     fn c_structs(&self) -> &'static [CStruct] {

@@ -36,6 +36,10 @@ impl Aggregate for Stats {
         format!("fslat_stat_sum({value}, {x});")
     }
 
+    fn zero_start(&self) -> bool {
+        true
+    }
+
     fn c_structs(&self) -> &'static [CStruct] {
         scalar::C_STRUCTS
     }

@@ -125,6 +125,13 @@ impl Aggregation {
         format!("fslat_agg_{}", self.id)
     }
 
+    /// Whether the map is a one-slot per-CPU array: an aggregation without keys whose
+    /// value may start as zeros (no insert, and the verifier inlines the lookup). The
+    /// runtime adds the CPUs' values up.
+    pub fn per_cpu_array(&self) -> bool {
+        self.keys.is_empty() && self.func.zero_start() && !self.func.per_cpu_max()
+    }
+
     /// `percentiles`: the per-CPU map of each key's count and max.
     pub fn max_map(&self) -> Option<String> {
         self.func

@@ -570,6 +570,9 @@ impl<'p> Phase<'p> {
     pub fn aggregate(&mut self, a: &Aggregation) -> Vec<String> {
         let name = self.temp();
         let value = self.temp();
+        if a.per_cpu_array() {
+            return self.aggregate_per_cpu(a, &name, &value);
+        }
         // `key` is the key's address.
         let (key, mut out) = if a.key_size >= SCRATCH_FROM {
             let at = self.scratch(a.key_size);
@@ -625,12 +628,34 @@ impl<'p> Phase<'p> {
         out.push("else".into());
         out.push(format!("\t{}", counters::AGG_LOST.c_increment("fslat_c")));
         out.extend(a.func.c_after(a, &key, &value, &x));
-        // Each aggregation gets its own scope: the key and value names are per block.
-        let mut block = vec!["{".to_string()];
-        block.extend(out.into_iter().map(|l| format!("\t{l}")));
-        block.push("}".into());
-        block
+        scope(out)
     }
+
+    /// An aggregation without keys in a one-slot per-CPU array: the slot always exists.
+    fn aggregate_per_cpu(&mut self, a: &Aggregation, key: &str, value: &str) -> Vec<String> {
+        let vtype = a.func.c_value(a).ty;
+        let x = match &a.arg {
+            Some(arg) => format!("(__s64)({})", self.expr(arg)),
+            None => "0".into(),
+        };
+        let map = a.map();
+        scope(vec![
+            format!("__u32 {key} = 0;"),
+            format!("{vtype} *{value} = bpf_map_lookup_elem(&{map}, &{key});"),
+            format!("if ({value})"),
+            format!("\t{}", a.func.c_add(a, value, &x)),
+            "else".into(),
+            format!("\t{}", counters::AGG_LOST.c_increment("fslat_c")),
+        ])
+    }
+}
+
+/// `lines` in a block of their own: an aggregation's key and value names are per block.
+fn scope(lines: Vec<String>) -> Vec<String> {
+    let mut block = vec!["{".to_string()];
+    block.extend(lines.into_iter().map(|l| format!("\t{l}")));
+    block.push("}".into());
+    block
 }
 
 fn groups(path: &[Vec<String>]) -> String {

@@ -186,6 +186,7 @@ struct AggMapData {
     key_fields: Vec<String>,
     key_size: u32,
     value_type: String,
+    per_cpu_array: bool,
     /// percentiles: the per-CPU map of counts and maxima.
     max_map: Option<String>,
     /// The aggregation's own C declarations (`lhist`: its value struct).
@@ -537,6 +538,7 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
         },
         key_size: a.key_size,
         value_type: a.func.c_value(a).ty,
+        per_cpu_array: a.per_cpu_array(),
         max_map: a.max_map(),
         value_decl: a.func.c_decl(a),
         entries: if a.func.per_cpu_max() {

@@ -116,3 +116,30 @@ fn a_cgroup_name_key_is_the_cgroup_id_in_the_kernel() {
     assert_eq!(code("unit"), code("cgroup"));
     assert_eq!(code("pod"), code("cgroup"));
 }
+
+/// Aggregations without keys that start from zeros live in a one-slot per-CPU array (no
+/// insert); `min`, `max`, `percentiles` and keyed ones stay in hash maps.
+#[test]
+fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
+    let c = c_of(
+        "session vfs_read { count(); sum(count); avg(count); stats(count); hist(count); lhist(count, 0, 10, 1); min(count); max(count); percentiles(count); count() by comm }",
+        Mode::Fsession,
+    );
+    let map_type = |id: usize| {
+        let end = c
+            .find(&format!("}} fslat_agg_{id} SEC(\".maps\")"))
+            .unwrap_or_else(|| panic!("map {id}: {c}"));
+        let start = c[..end].rfind("__uint(type, ").expect("map type");
+        c[start..end].lines().next().unwrap().to_string()
+    };
+    for id in 0..6 {
+        assert!(map_type(id).contains("PERCPU_ARRAY"), "{id}: {}", map_type(id));
+    }
+    for id in 6..10 {
+        assert!(map_type(id).contains("BPF_MAP_TYPE_HASH"), "{id}: {}", map_type(id));
+    }
+    // The per-CPU ones are never inserted into.
+    for id in 0..6 {
+        assert!(!c.contains(&format!("bpf_map_update_elem(&fslat_agg_{id},")), "{id}");
+    }
+}

@@ -92,6 +92,8 @@ pub fn run(
         .sessions
         .iter()
         .flat_map(|s| &s.aggregations)
+        // A per-CPU array has its one slot whatever --max-keys says.
+        .filter(|a| !a.per_cpu_array())
         .flat_map(|a| std::iter::once(a.map()).chain(a.max_map()))
         .collect();
     let mut open = ObjectBuilder::default()

@@ -39,6 +39,22 @@ impl AggSnapshot {
         tag: u64,
     ) -> Result<Self, RuntimeError> {
         let mut rows = BTreeMap::new();
+        if a.per_cpu_array() {
+            // One slot, a value per CPU: their states added up; no row until counted.
+            let key = 0u32.to_ne_bytes();
+            let cpus = map
+                .lookup_percpu(&key, MapFlags::ANY)
+                .map_err(RuntimeError::libbpf("reading an aggregation"))?
+                .unwrap_or_default();
+            let mut states = cpus.iter().map(|v| a.func.decode(a, v, &[], tag));
+            if let Some(mut total) = states.next() {
+                states.for_each(|s| total.merge(&s));
+                if !total.is_empty() {
+                    rows.insert(key.to_vec(), total);
+                }
+            }
+            return Ok(AggSnapshot { rows });
+        }
         for key in map.keys() {
             let Some(v) = map
                 .lookup(&key, MapFlags::ANY)
