@@ -133,13 +133,24 @@ fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
         c[start..end].lines().next().unwrap().to_string()
     };
     for id in 0..6 {
-        assert!(map_type(id).contains("PERCPU_ARRAY"), "{id}: {}", map_type(id));
+        assert!(
+            map_type(id).contains("PERCPU_ARRAY"),
+            "{id}: {}",
+            map_type(id)
+        );
     }
     for id in 6..10 {
-        assert!(map_type(id).contains("BPF_MAP_TYPE_HASH"), "{id}: {}", map_type(id));
+        assert!(
+            map_type(id).contains("BPF_MAP_TYPE_HASH"),
+            "{id}: {}",
+            map_type(id)
+        );
     }
     // The per-CPU ones are never inserted into.
     for id in 0..6 {
-        assert!(!c.contains(&format!("bpf_map_update_elem(&fslat_agg_{id},")), "{id}");
+        assert!(
+            !c.contains(&format!("bpf_map_update_elem(&fslat_agg_{id},")),
+            "{id}"
+        );
     }
 }

@@ -19,13 +19,12 @@ pub use server::{Head, Server, read_head};
 pub use web_config::WebConfig;
 
 use crate::aggregate::AggFunc;
+use crate::aggregate::MetricKind;
 use crate::check::program::Linear;
 use crate::output::{Summary, Value};
+use crate::runtime::figures::{AggFigures, Figures, Publish};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
-
-/// How often the tracing loop publishes a fresh snapshot.
-pub const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+use std::time::SystemTime;
 
 /// Everything exported, at one moment; values cumulative since `start`.
 #[derive(Debug, Clone)]
@@ -111,6 +110,16 @@ pub enum PointValue {
 }
 
 impl Snapshot {
+    /// The series of what the run counted.
+    pub fn of(figures: Figures) -> Snapshot {
+        Snapshot {
+            start: figures.start,
+            time: figures.time,
+            sessions: figures.sessions,
+            aggregations: figures.aggregations.into_iter().map(series).collect(),
+        }
+    }
+
     pub fn empty() -> Self {
         let now = SystemTime::now();
         Snapshot {
@@ -119,6 +128,41 @@ impl Snapshot {
             sessions: Vec::new(),
             aggregations: Vec::new(),
         }
+    }
+}
+
+/// One aggregation's series: each row's point. An aggregation without keys is one series
+/// at zero until counted, as a Prometheus client's unlabelled metric is, so it is there
+/// from the first scrape; a gauge (min, max, avg) has no value before its first one: it
+/// stays absent.
+fn series(a: AggFigures) -> AggSeries {
+    let point = |(keys, state): (Vec<Value<'static>>, crate::aggregate::State)| AggPoint {
+        keys,
+        value: a.func.point(&state),
+    };
+    let rows: Vec<AggPoint> = match a.rows.is_empty() && a.func.metric() != MetricKind::Gauge {
+        true => a
+            .unset
+            .map(|s| point((Vec::new(), s)))
+            .into_iter()
+            .collect(),
+        false => a.rows.into_iter().map(point).collect(),
+    };
+    AggSeries {
+        name: a.name,
+        session: a.session,
+        title: a.title,
+        func: a.func,
+        duration: a.duration,
+        linear: a.linear,
+        key_names: a.key_names,
+        rows,
+    }
+}
+
+impl Publish for Board {
+    fn publish(&self, figures: Figures) {
+        self.put(Snapshot::of(figures));
     }
 }
 
@@ -135,7 +179,8 @@ impl Board {
         })
     }
 
-    pub fn publish(&self, snapshot: Snapshot) {
+    /// Makes `snapshot` the latest.
+    pub fn put(&self, snapshot: Snapshot) {
         let fresh = Arc::new(snapshot);
         // The lock is held for the swap only; the old snapshot is dropped after it.
         let old = match self.latest.lock() {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 fn board() -> Arc<Board> {
     let board = Board::new();
-    board.publish(Snapshot {
+    board.put(Snapshot {
         sessions: vec![super::tests::summary(&[
             (&counters::CALLS, 65),
             (&counters::MATCHED, 1),

@@ -208,7 +208,7 @@ fn get(addr: std::net::SocketAddr, path: &str) -> String {
 #[test]
 fn server_answers_metrics_and_404_while_clients_that_never_read_hang_on() {
     let board = Board::new();
-    board.publish(snapshot());
+    board.put(snapshot());
     let server = Server::start("127.0.0.1:0".parse().unwrap(), board, None).unwrap();
     // Stalled clients: they connect, send nothing, never read.
     let stalled: Vec<_> = (0..4)
@@ -295,7 +295,7 @@ fn exchange(addr: std::net::SocketAddr, bytes: &[u8]) -> (String, std::time::Dur
 #[test]
 fn the_server_answers_bad_requests_and_bare_line_feeds_at_once() {
     let board = Board::new();
-    board.publish(snapshot());
+    board.put(snapshot());
     let server = Server::start("127.0.0.1:0".parse().unwrap(), board, None).unwrap();
     // The request deadline is 2 s: every answer here comes well before it.
     let quick = std::time::Duration::from_secs(1);

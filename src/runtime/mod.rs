@@ -3,6 +3,7 @@
 //! this order: detaches every program, drains the ring buffer, reads the counters.
 
 mod errors;
+pub mod figures;
 mod memory;
 mod misses;
 mod multi;
@@ -13,11 +14,9 @@ mod user;
 
 pub use errors::RuntimeError;
 
-use crate::aggregate::MetricKind;
 use crate::check::counters::{self, Shown, Source};
 use crate::check::program::{Aggregation, FieldKind, Program};
 use crate::check::resources::{self, Mode, ProgRole, Setting};
-use crate::metrics;
 use crate::output::interval::IntervalStamp;
 use crate::output::{AggResult, Decoder, Summary, Writer};
 use crate::stacks::StackTable;
@@ -52,7 +51,7 @@ pub struct Settings {
     pub verbose: bool,
     /// Where to publish the run's figures for `--listen` and `--otlp`, about once a second
     /// and once at the end.
-    pub metrics: Option<std::sync::Arc<crate::metrics::Board>>,
+    pub metrics: Option<std::sync::Arc<dyn figures::Publish>>,
     /// `Some`: once attached, keep only these capabilities (bit n: capability n) and
     /// what the rest of the run needs (runtime/privileges.rs); `None`: keep them all (the
     /// REPL loads the next program).
@@ -353,7 +352,7 @@ pub fn run(
         }
         st.out.flush().map_err(RuntimeError::Output)?;
         if let Some(board) = &settings.metrics
-            && published.elapsed() >= crate::metrics::PUBLISH_EVERY
+            && published.elapsed() >= figures::PUBLISH_EVERY
         {
             // A failed read skips one publish; the exporters keep the previous figures.
             if let Ok(snap) = snapshot(
@@ -519,12 +518,12 @@ fn snapshot(
     events: &[u64],
     start: std::time::SystemTime,
     stacks: Option<&StackTable>,
-) -> Result<metrics::Snapshot, RuntimeError> {
+) -> Result<figures::Figures, RuntimeError> {
     // Tag 0: the interval maxima of `percentiles` are not exported, only the run's.
     let all = snapshot::read_all(obj, program, 0)?;
     let aggregations = snapshot::aggregations(program)
         .zip(&all)
-        .map(|((s, a), snap)| metrics::AggSeries {
+        .map(|((s, a), snap)| figures::AggFigures {
             name: a.name.clone(),
             session: s.label.clone(),
             title: a.title.clone(),
@@ -532,22 +531,15 @@ fn snapshot(
             duration: a.duration,
             linear: a.linear,
             key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
-            rows: match snap.metric_points(a, stacks) {
-                // An aggregation without keys is one series: at zero until counted, as a
-                // Prometheus client's unlabelled metric is, so it is there from the
-                // first scrape. A gauge (min, max, avg) has no value before its first
-                // one: it stays absent.
-                rows if rows.is_empty()
-                    && a.keys.is_empty()
-                    && a.func.metric() != MetricKind::Gauge =>
-                {
-                    zero_point(obj, a).into_iter().collect()
-                }
-                rows => rows,
+            rows: snap.named_rows(a, stacks),
+            unset: if a.keys.is_empty() {
+                unset(obj, a)
+            } else {
+                None
             },
         })
         .collect();
-    Ok(metrics::Snapshot {
+    Ok(figures::Figures {
         start,
         time: std::time::SystemTime::now(),
         sessions: summaries(obj, program, settings, events)?,
@@ -555,17 +547,14 @@ fn snapshot(
     })
 }
 
-/// The metric point of `a`'s value before any update: its map value, all zeros.
-fn zero_point(obj: &libbpf_rs::Object, a: &Aggregation) -> Option<metrics::AggPoint> {
+/// The state of `a`'s value before any update: its map value, all zeros.
+fn unset(obj: &libbpf_rs::Object, a: &Aggregation) -> Option<crate::aggregate::State> {
     let name = a.map();
     let map = obj
         .maps()
         .find(|m| m.name().to_string_lossy() == name.as_str())?;
     let zeros = vec![0u8; map.value_size() as usize];
-    Some(metrics::AggPoint {
-        keys: Vec::new(),
-        value: a.func.point(&a.func.decode(a, &zeros, &[], 0)),
-    })
+    Some(a.func.decode(a, &zeros, &[], 0))
 }
 
 /// Writes this run's settings into `fslat_settings` (the initial value of its section).

@@ -9,13 +9,12 @@
 //!   agree with the interval's counts (`State::since`);
 //! - `min()` and `max()`: with `-i` they are over the run so far (docs/language.md).
 //!
-//! The metrics exporter reads the cumulative snapshots (`Snapshots::cumulative`).
+//! The metrics exporter reads the cumulative snapshots (`runtime::figures`).
 
 use super::RuntimeError;
 use crate::aggregate::State;
 use crate::check::program::{Aggregation, FieldKind, Program};
 use crate::check::resources::INTERVAL_MAP;
-use crate::metrics;
 use crate::output::interval::IntervalStamp;
 use crate::output::{AggResult, AggRow, Value, read_value};
 use crate::stacks::StackTable;
@@ -126,25 +125,10 @@ impl AggSnapshot {
 }
 
 impl AggSnapshot {
-    /// The rows as the metrics exporters take them (cumulative).
-    pub fn metric_points(
-        &self,
-        a: &Aggregation,
-        stacks: Option<&StackTable>,
-    ) -> Vec<metrics::AggPoint> {
-        self.named_rows(a, stacks)
-            .into_iter()
-            .map(|(keys, raw)| metrics::AggPoint {
-                keys,
-                value: a.func.point(&raw),
-            })
-            .collect()
-    }
-
     /// The rows by their keys' values. Keys are unique in the map, but neither cgroup ids
     /// nor stack ids are what is shown: rows that show the same (two cgroups with no pod,
     /// two stack ids whose frames render as one text) are merged.
-    fn named_rows(
+    pub fn named_rows(
         &self,
         a: &Aggregation,
         stacks: Option<&StackTable>,
@@ -390,10 +374,13 @@ mod tests {
     fn rows_of_cgroups_showing_one_name_are_one_row_and_one_series() {
         let a = aggregation("session vfs_read { count() by unit as reads }");
         let snap = gone_cgroups_counted(3, 5);
-        let points = snap.metric_points(&a, None);
+        let points = snap.named_rows(&a, None);
         assert_eq!(points.len(), 1);
-        assert_eq!(points[0].value, metrics::PointValue::Number(8));
-        assert_eq!(metrics::label_value(&points[0].keys[0]), "");
+        assert_eq!(
+            a.func.point(&points[0].1),
+            crate::metrics::PointValue::Number(8)
+        );
+        assert_eq!(crate::metrics::label_value(&points[0].0[0]), "");
         let rows = snap.result(&a, "vfs_read", None, None).rows;
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].value, crate::output::AggValue::Number(8));
@@ -404,16 +391,16 @@ mod tests {
         let a = aggregation("session vfs_read { count() by cgroup_path }");
         let snap = gone_cgroups_counted(3, 5);
         let labels: Vec<String> = snap
-            .metric_points(&a, None)
+            .named_rows(&a, None)
             .iter()
-            .map(|p| metrics::label_value(&p.keys[0]))
+            .map(|p| crate::metrics::label_value(&p.0[0]))
             .collect();
         assert_eq!(
             labels,
             [format!("cgroup:{}", GONE[1]), format!("cgroup:{}", GONE[0])]
         );
         let by_id = aggregation("session vfs_read { count() by cgroup }");
-        assert_eq!(snap.metric_points(&by_id, None).len(), 2);
+        assert_eq!(snap.named_rows(&by_id, None).len(), 2);
     }
 
     fn user_stack(frames: &[(u64, &str)]) -> Value<'static> {

@@ -1,0 +1,43 @@
+//! What the run has counted, at one moment, for whoever exports it: the tracing loop reads
+//! the summaries and aggregations and hands them to a `Publish` (the metrics board maps
+//! them to series). The runtime knows nothing of metrics.
+
+use crate::aggregate::{AggFunc, State};
+use crate::check::program::Linear;
+use crate::output::{Summary, Value};
+use std::time::{Duration, SystemTime};
+
+/// How often the tracing loop publishes fresh figures.
+pub const PUBLISH_EVERY: Duration = Duration::from_secs(1);
+
+/// Everything counted, cumulative since `start`.
+#[derive(Debug, Clone)]
+pub struct Figures {
+    pub start: SystemTime,
+    pub time: SystemTime,
+    pub sessions: Vec<Summary>,
+    pub aggregations: Vec<AggFigures>,
+}
+
+/// One aggregation's rows, by the values of their keys (rows that show the same merged).
+#[derive(Debug, Clone)]
+pub struct AggFigures {
+    pub name: String,
+    pub session: String,
+    pub title: String,
+    pub func: AggFunc,
+    /// Values are nanoseconds.
+    pub duration: bool,
+    /// `lhist`'s buckets.
+    pub linear: Option<Linear>,
+    pub key_names: Vec<String>,
+    pub rows: Vec<(Vec<Value<'static>>, State)>,
+    /// An aggregation without keys: its value before any update (the map's zeros).
+    pub unset: Option<State>,
+}
+
+/// Takes the figures the tracing loop publishes (at `Tracing`, every `PUBLISH_EVERY`,
+/// and at the end).
+pub trait Publish: Send + Sync + std::fmt::Debug {
+    fn publish(&self, figures: Figures);
+}
