@@ -245,8 +245,8 @@ fn choose<'a>(bundle: &'a Bundle, mode: Mode, kernel: &dyn KernelTypes) -> Optio
         })
 }
 
-/// `fslat FILE` for a bundle: the variant for this kernel, its functions checked against
-/// it, run as a script would be; no clang.
+/// `fslat FILE` for a bundle: the variant for this kernel, run as a script would be; no
+/// clang.
 pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<(), Error> {
     super::interrupted()?;
     if !opts.script_args.is_empty() && opts.script_args != bundle.args {
@@ -273,8 +273,14 @@ pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<()
             kernel: kernel.describe(),
             why: why.clone(),
         })?;
-    check_functions(program, &kernel)?;
-    run_object(program, &bundle.objects[variant.object], mode, opts)
+    // The kernel (libbpf) finds the functions as it loads: a function it lacks fails the
+    // load, and only then are the names looked up, for a message that names the one
+    // missing (a lookup per function would cost every start a pass over the BTF).
+    let result = run_object(program, &bundle.objects[variant.object], mode, opts);
+    if let Err(Error::Runtime(_)) = &result {
+        check_functions(program, &kernel)?;
+    }
+    result
 }
 
 /// Every function the bundle's sessions attach to is in the running kernel.
