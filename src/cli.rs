@@ -258,6 +258,61 @@ pub enum Command {
     },
     /// Print the manual page (roff)
     Man,
+    /// Compile a script once into a bundle that runs with no clang, on any kernel from
+    /// 5.10 with BTF (`fslat FILE` or `fslat run FILE` runs it)
+    Build(Box<BuildArgs>),
+    /// Run a bundle written by `fslat build` (`fslat FILE` does the same)
+    Run(Box<RunBundleArgs>),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// The script to compile
+    #[arg(value_name = "SCRIPT")]
+    pub script: PathBuf,
+
+    /// The script's arguments (`$1`, `$2`, ...), fixed in the bundle
+    #[arg(value_name = "ARG")]
+    pub script_args: Vec<String>,
+
+    /// Write the bundle to FILE
+    #[arg(short, long, value_name = "FILE", value_parser = non_empty_path)]
+    pub output: PathBuf,
+
+    /// Check the script against this BTF file instead of /sys/kernel/btf/vmlinux
+    #[arg(long, value_name = "FILE", value_parser = non_empty_path)]
+    pub btf: Option<PathBuf>,
+
+    /// The clang to compile with (default: $FSLAT_CLANG, else clang on PATH)
+    #[arg(long, value_name = "PATH", value_parser = non_empty_path)]
+    pub clang: Option<PathBuf>,
+
+    /// Refuse a session whose names and globs match more than N functions
+    #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MAX_FUNCTIONS,
+          value_parser = parse_max_functions)]
+    pub max_functions: usize,
+
+    /// Compile without the object cache
+    #[arg(long)]
+    pub no_cache: bool,
+
+    /// Say which profiles the bundle holds
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunBundleArgs {
+    /// The bundle to run
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// The arguments it was built with (they are fixed in the bundle)
+    #[arg(value_name = "ARG")]
+    pub script_args: Vec<String>,
+
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -377,6 +432,8 @@ pub fn main() -> i32 {
         Some(Command::Doctor) => return crate::doctor::main(),
         Some(Command::Completions { shell }) => completions(*shell),
         Some(Command::Man) => man_page(),
+        Some(Command::Build(b)) => build(b),
+        Some(Command::Run(r)) => run_bundle(r),
         Some(Command::Repl(run)) => crate::repl::run(&run.options()),
         None if args.list => list(args.script.as_deref(), &args.run),
         None if args.cgroups => driver::list_cgroups(),
@@ -544,6 +601,23 @@ fn run(args: &Args) -> Result<(), Error> {
     {
         return Err(Error::OutputIsScript(output.display().to_string()));
     }
+    if let Some(path) = args.script.as_ref().filter(|p| p.as_os_str() != "-")
+        && args.emit.is_none()
+    {
+        match driver::bundle::open(path) {
+            Ok(Some(bundle)) => {
+                let opts = driver::Options {
+                    script_args: args.script_args.clone(),
+                    one_run: true,
+                    ..args.run.options()
+                };
+                return driver::bundle::run(path, &bundle, &opts);
+            }
+            // Not a bundle, or not readable: said below, as a script's.
+            Ok(None) | Err(Error::ReadScript { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
     let (name, text) = script_source(args)?;
     let opts = driver::Options {
         script_args: args.script_args.clone(),
@@ -551,4 +625,45 @@ fn run(args: &Args) -> Result<(), Error> {
         ..args.run.options()
     };
     driver::run_script(&name, &text, args.emit, &opts)
+}
+
+/// `fslat build SCRIPT -o FILE`.
+fn build(b: &BuildArgs) -> Result<(), Error> {
+    signals::install();
+    if same_file(&b.script, &b.output) {
+        return Err(Error::OutputIsScript(b.output.display().to_string()));
+    }
+    let file = open_interruptible(&b.script).map_err(|source| Error::ReadScript {
+        path: b.script.display().to_string(),
+        source,
+    })?;
+    let name = b.script.display().to_string();
+    let text = read_script(file, &name)?;
+    let opts = driver::Options {
+        btf: b.btf.clone(),
+        clang: b.clang.clone(),
+        max_functions: b.max_functions,
+        no_cache: b.no_cache,
+        verbose: b.verbose,
+        script_args: b.script_args.clone(),
+        ..Args::parse_from(["fslat"]).run.options()
+    };
+    driver::bundle::build(&name, &text, &b.output, &opts)
+}
+
+/// `fslat run FILE`.
+fn run_bundle(r: &RunBundleArgs) -> Result<(), Error> {
+    signals::install();
+    let opts = driver::Options {
+        script_args: r.script_args.clone(),
+        one_run: true,
+        ..r.run.options()
+    };
+    match driver::bundle::open(&r.file)? {
+        Some(bundle) => driver::bundle::run(&r.file, &bundle, &opts),
+        None => Err(Error::Bundle {
+            path: r.file.display().to_string(),
+            why: crate::bundle::BundleError::NotABundle,
+        }),
+    }
 }

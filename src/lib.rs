@@ -35,6 +35,7 @@ macro_rules! stderr_text {
 pub mod aggregate;
 pub mod btf;
 pub mod build;
+pub mod bundle;
 pub mod cgroups;
 pub mod check;
 mod child;

@@ -1234,3 +1234,194 @@ fn folded_output_without_a_stack_count_is_refused() {
         );
     }
 }
+
+/// `fslat build` over the fixture kernel's types (a file, so the test does not depend on
+/// the host kernel): the bundle's path and the BTF file's.
+fn fixture_bundle(dir: &Path, script: &str, args: &[&str]) -> (String, String) {
+    let btf = dir.join("vmlinux-fixture");
+    std::fs::write(&btf, fslat::btf::Fixture::new().bytes()).expect("write BTF");
+    let src = dir.join("s.fsl");
+    std::fs::write(&src, script).expect("write script");
+    let out_path = dir.join("s.fslb");
+    let mut argv = vec![
+        "build",
+        src.to_str().expect("utf-8"),
+        "--btf",
+        btf.to_str().expect("utf-8"),
+        "-o",
+        out_path.to_str().expect("utf-8"),
+    ];
+    argv.extend(args);
+    let out = fslat(&argv);
+    assert!(out.status.success(), "{out:?}");
+    (
+        out_path.to_str().expect("utf-8").into(),
+        btf.to_str().expect("utf-8").into(),
+    )
+}
+
+/// One line on standard error, `fslat: error: ` and then `starts`, and exit status 1.
+fn refused(out: &Output, starts: &str) -> String {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(err.starts_with(&format!("fslat: error: {starts}")), "{err}");
+    err
+}
+
+#[test]
+fn build_writes_one_program_per_kernel_profile_and_mode_each_object_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, _) = fixture_bundle(
+        dir.path(),
+        "session vfs_read where latency > 1ms { emit; min(count) }",
+        &["-v"],
+    );
+    let bytes = std::fs::read(&path).expect("the bundle");
+    let b = fslat::bundle::Bundle::decode(&bytes).expect("a good bundle");
+    let has = |mode: fslat::codegen::Mode, f: fslat::btf::Features, multi: bool| {
+        b.variants
+            .iter()
+            .any(|v| v.mode == mode && v.features == f && v.multi == multi && v.program.is_ok())
+    };
+    use fslat::btf::Features;
+    use fslat::codegen::Mode;
+    // 5.10: fentry, none of the optional features; 7.0: fsession; 7.2: fsession-multi.
+    assert!(has(Mode::Fentry, Features::default(), false));
+    assert!(has(Mode::Fsession, Features::all(), false));
+    assert!(has(Mode::FsessionMulti, Features::all(), true));
+    assert!(
+        has(Mode::Fentry, Features::all(), true),
+        "--mode fentry on 7.2"
+    );
+    // 5.10's plain-store min() and task storage's absence change the C; 6.6's uprobe_multi
+    // does not, so those profiles share an object.
+    let objects: std::collections::BTreeSet<usize> = b.variants.iter().map(|v| v.object).collect();
+    assert_eq!(objects.len(), b.objects.len());
+    assert!(
+        b.objects.len() < b.variants.len(),
+        "{} objects",
+        b.objects.len()
+    );
+    for o in &b.objects {
+        assert_eq!(&o[..4], b"\x7fELF");
+    }
+}
+
+#[test]
+fn a_bundle_that_is_truncated_altered_or_not_one_is_refused_with_one_message() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, btf) = fixture_bundle(dir.path(), "session vfs_read", &[]);
+    let bytes = std::fs::read(&path).expect("the bundle");
+    let cut = dir.path().join("cut.fslb");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write");
+    let mut altered = bytes.clone();
+    altered[bytes.len() / 3] ^= 1;
+    let flipped = dir.path().join("altered.fslb");
+    std::fs::write(&flipped, &altered).expect("write");
+    for file in [&cut, &flipped] {
+        let f = file.to_str().expect("utf-8");
+        for argv in [vec![f, "--btf", &btf], vec!["run", f, "--btf", &btf]] {
+            let err = refused(
+                &fslat(&argv),
+                &format!("cannot run the bundle {f}: it is truncated or altered"),
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+    let script = dir.path().join("s.fsl");
+    let s = script.to_str().expect("utf-8");
+    refused(
+        &fslat(&["run", s]),
+        &format!("cannot run the bundle {s}: it is not an fslat bundle"),
+    );
+}
+
+/// The bundle at `path` with its header's `field` set to `value`, sealed again.
+fn with_header_field(path: &str, field: &str, value: &str) -> Vec<u8> {
+    let bytes = std::fs::read(path).expect("the bundle");
+    let len = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes")) as usize;
+    let mut header: serde_json::Value =
+        serde_json::from_slice(&bytes[16..16 + len]).expect("JSON header");
+    header[field] = value.into();
+    let objects = vec![bytes[16 + len..bytes.len() - 32].to_vec()];
+    fslat::bundle::seal(&serde_json::to_vec(&header).expect("JSON"), &objects)
+}
+
+#[test]
+fn a_bundle_of_another_fslat_version_or_architecture_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, btf) = fixture_bundle(dir.path(), "session vfs_read", &[]);
+    let other = dir.path().join("other.fslb");
+    let o = other.to_str().expect("utf-8");
+    std::fs::write(&other, with_header_field(&path, "fslat", "0.0.1")).expect("write");
+    let err = refused(&fslat(&[o, "--btf", &btf]), "cannot run the bundle");
+    assert!(
+        err.contains(&format!(
+            "built by fslat 0.0.1, and this is fslat {}",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{err}"
+    );
+    std::fs::write(&other, with_header_field(&path, "arch", "s390x")).expect("write");
+    let err = refused(&fslat(&[o, "--btf", &btf]), "cannot run the bundle");
+    assert!(
+        err.contains("built for s390x, and this machine is"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_bundles_arguments_are_fixed_when_it_is_built() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, btf) = fixture_bundle(dir.path(), "session vfs_read where ret == $1", &["5"]);
+    let err = refused(&fslat(&[&path, "7", "--btf", &btf]), "the bundle");
+    assert!(err.contains("was built with the arguments [5]"), "{err}");
+}
+
+#[test]
+fn a_bundle_naming_a_function_this_kernel_lacks_is_refused_naming_it_and_the_kernel() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, _) = fixture_bundle(dir.path(), "session vfs_read, vfs_write", &[]);
+    // The same kernel's types with vfs_write renamed: a kernel that lacks it.
+    let bytes = fslat::btf::Fixture::new().bytes().to_vec();
+    let at = bytes
+        .windows(10)
+        .position(|w| w == b"vfs_write\0")
+        .expect("the fixture names vfs_write");
+    let mut other = bytes.clone();
+    other[at..at + 9].copy_from_slice(b"vfs_wrote");
+    let btf = dir.path().join("vmlinux-other");
+    std::fs::write(&btf, other).expect("write BTF");
+    let out = fslat(&[&path, "--btf", btf.to_str().expect("utf-8")]);
+    let err = refused(
+        &out,
+        "session vfs_read,vfs_write: the function vfs_write is not in the kernel described by",
+    );
+    assert!(
+        err.contains("a bundle attaches to the functions it was built with"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_user_space_session_cannot_go_into_a_bundle() {
+    let dir = user_programs();
+    let src = dir.path().join("u.fsl");
+    let exe = dir.path().join("ufunc");
+    std::fs::write(&src, format!("session {}:greet", exe.display())).expect("write");
+    let out_path = dir.path().join("u.fslb");
+    let out = fslat(&[
+        "build",
+        src.to_str().expect("utf-8"),
+        "-o",
+        out_path.to_str().expect("utf-8"),
+    ]);
+    refused(
+        &out,
+        &format!(
+            "a bundle cannot hold the user-space session {}:greet",
+            exe.display()
+        ),
+    );
+    assert!(!out_path.exists());
+}

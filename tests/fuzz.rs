@@ -35,17 +35,6 @@ const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 const BATCH: usize = 32;
 const CLANGS: [&str; 2] = ["clang-14", "clang-19"];
 
-fn env_u64(name: &str, default: u64) -> Result<u64, String> {
-    match std::env::var(name) {
-        Err(_) => Ok(default),
-        Ok(v) => v
-            .trim()
-            .replace('_', "")
-            .parse()
-            .map_err(|_| format!("{name}={v:?} is not a whole number")),
-    }
-}
-
 fn out_dir() -> PathBuf {
     Path::new(MANIFEST_DIR).join("target/fuzz")
 }
@@ -84,10 +73,10 @@ fn main() -> ExitCode {
 /// Runs the inputs in worker processes, restarting after one that dies; prints the tally
 /// and the throughput. True when every input kept the properties.
 fn host() -> Result<bool, String> {
-    let seed = env_u64("FSLAT_FUZZ_SEED", 18)?;
-    let from = env_u64("FSLAT_FUZZ_FROM", 0)?;
-    let count = env_u64("FSLAT_FUZZ_INPUTS", 3000)?;
-    let every = env_u64("FSLAT_FUZZ_CLANG_EVERY", 8)?.max(1);
+    let seed = generator::env_u64("FSLAT_FUZZ_SEED", 18)?;
+    let from = generator::env_u64("FSLAT_FUZZ_FROM", 0)?;
+    let count = generator::env_u64("FSLAT_FUZZ_INPUTS", 3000)?;
+    let every = generator::env_u64("FSLAT_FUZZ_CLANG_EVERY", 8)?.max(1);
     let to = from + count;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
     std::fs::create_dir_all(out_dir()).map_err(|e| format!("{}: {e}", out_dir().display()))?;

@@ -113,23 +113,14 @@ fn check(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-fn env_u64(name: &str, default: u64) -> Result<u64, String> {
-    std::env::var(name).map_or(Ok(default), |v| {
-        v.trim()
-            .replace('_', "")
-            .parse()
-            .map_err(|_| format!("{name}={v:?} is not a whole number"))
-    })
-}
-
 fn main() -> ExitCode {
     if std::env::args().any(|a| a == "--list") {
         println!("fuzz_http: test");
         return ExitCode::SUCCESS;
     }
     let (inputs, seed) = match (
-        env_u64("FSLAT_FUZZ_INPUTS", 20_000),
-        env_u64("FSLAT_FUZZ_SEED", 18),
+        generator::env_u64("FSLAT_FUZZ_INPUTS", 20_000),
+        generator::env_u64("FSLAT_FUZZ_SEED", 18),
     ) {
         (Ok(i), Ok(s)) => (i, s),
         (Err(e), _) | (_, Err(e)) => {

@@ -143,7 +143,7 @@ fn host(args: &[String]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    if let Err(e) = build_user_programs() {
+    if let Err(e) = build_user_programs().and_then(|()| build_bundles()) {
         println!("kernel test: {e}");
         println!("0 passed, 1 failed");
         return ExitCode::FAILURE;
@@ -664,7 +664,7 @@ enum Expect {
     Check(Vec<String>),
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Case {
     name: String,
     requires: Vec<Requires>,
@@ -686,6 +686,13 @@ struct Case {
     env: Vec<(String, String)>,
     /// fslat compiles with the guest's own clang, not on the host (`GUEST_CLANG`).
     guest_clang: bool,
+    /// `BUNDLE`: the case runs a second time from a bundle of its script built on the
+    /// host (`build_bundles`), with no clang reachable, and must give the same results.
+    bundle: bool,
+    /// `BUNDLE only`: the case runs from its bundle and not as a script.
+    bundle_only: bool,
+    /// fslat runs with no clang on PATH and `FSLAT_CLANG` naming none (the bundle run).
+    no_clang: bool,
     stop: Stop,
     timeout: Duration,
     exit: i32,
@@ -705,6 +712,8 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut setup: Option<Vec<String>> = None;
     let mut env = Vec::new();
     let mut guest_clang = false;
+    let mut bundle = false;
+    let mut bundle_only = false;
     let mut stop = None;
     let mut timeout = None;
     let mut exit = None;
@@ -818,6 +827,15 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 once(guest_clang)?;
                 guest_clang = true;
             }
+            "BUNDLE" => {
+                once(bundle)?;
+                bundle = true;
+                bundle_only = match rest {
+                    "" => false,
+                    "only" => true,
+                    _ => return Err(err(format!("BUNDLE {rest:?}: nothing, or `only`"))),
+                };
+            }
             "ARGS" => {
                 need("arguments")?;
                 args.extend(split_args(rest)?);
@@ -921,6 +939,9 @@ fn parse_case(text: &str) -> Result<Case, String> {
         setup,
         env,
         guest_clang,
+        bundle,
+        bundle_only,
+        no_clang: false,
         stop: stop.unwrap_or(Stop::Int),
         timeout: timeout.unwrap_or(Duration::from_secs(60)),
         exit: exit.unwrap_or(0),
@@ -1114,26 +1135,23 @@ fn guest(kernel: &str) -> ExitCode {
             let _ = std::io::stdout().flush();
             continue;
         }
-        t.run += 1;
-        ran.push((file.clone(), case));
-        let (file, case) = ran.last().expect("just pushed");
-        let stem = file.trim_end_matches(".case");
-        let dir = Path::new(GUEST_WORK).join(stem);
-        let case_start = Instant::now();
-        let run = run_case(case, &dir);
-        let took = case_start.elapsed().as_secs_f64();
-        if run.failures.is_empty() {
-            t.passed += 1;
-            println!("ok   {file} [{took:.1} s]: {}", case.name);
-            if show {
-                println!("{}", run.report());
-            }
-        } else {
-            t.failed += 1;
-            println!("FAIL {file} [{took:.1} s]: {}", case.name);
-            println!("{}", run.report());
+        let stem = file.trim_end_matches(".case").to_string();
+        let bundled = case.bundle.then(|| as_bundle(&case, &stem));
+        if !case.bundle_only {
+            ran.push((file.clone(), case));
+            let (file, case) = ran.last().expect("just pushed");
+            run_and_report(case, file, &Path::new(GUEST_WORK).join(&stem), show, &mut t);
         }
-        let _ = std::io::stdout().flush();
+        if let Some(case) = bundled {
+            let dir = Path::new(GUEST_WORK).join(format!("{stem}-bundle"));
+            run_and_report(
+                &case,
+                &format!("{file} (bundle, no clang)"),
+                &dir,
+                show,
+                &mut t,
+            );
+        }
     }
     if let Some(second) = env_nonempty("FSLAT_SECOND_CLANG") {
         let clang = if host_clang {
@@ -1156,6 +1174,26 @@ fn guest(kernel: &str) -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Runs one case in `dir` and prints its line (and details when it failed, or with `show`).
+fn run_and_report(case: &Case, label: &str, dir: &Path, show: bool, t: &mut Tally) {
+    t.run += 1;
+    let case_start = Instant::now();
+    let run = run_case(case, dir);
+    let took = case_start.elapsed().as_secs_f64();
+    if run.failures.is_empty() {
+        t.passed += 1;
+        println!("ok   {label} [{took:.1} s]: {}", case.name);
+        if show {
+            println!("{}", run.report());
+        }
+    } else {
+        t.failed += 1;
+        println!("FAIL {label} [{took:.1} s]: {}", case.name);
+        println!("{}", run.report());
+    }
+    let _ = std::io::stdout().flush();
 }
 
 /// The options of a case's fslat command that make a run, not a program: they are left
@@ -1303,6 +1341,120 @@ fn split_args(text: &str) -> Result<Vec<String>, String> {
 /// in a case): the guests see the host's tree at the same path.
 fn user_programs_dir() -> String {
     format!("{MANIFEST_DIR}/target/fslat-user")
+}
+
+/// Where `build_bundles` puts each `BUNDLE` case's bundle (`STEM.fslb`).
+fn bundles_dir() -> String {
+    format!("{MANIFEST_DIR}/target/fslat-bundles")
+}
+
+/// The script a `BUNDLE` case runs: its `EXEC` file, a `.fsl` file in its `ARGS`, or its
+/// `PROG` (written to `STEM.fsl` beside the bundle), and the arguments left for the run.
+fn bundle_source(case: &Case, stem: &str) -> Result<(PathBuf, Vec<String>), String> {
+    if let Some(exec) = &case.exec {
+        return Ok((Path::new(MANIFEST_DIR).join(exec), case.args.clone()));
+    }
+    if let Some(at) = case.args.iter().position(|a| a.ends_with(".fsl")) {
+        let mut rest = case.args.clone();
+        let script = rest.remove(at);
+        return Ok((Path::new(MANIFEST_DIR).join(script), rest));
+    }
+    match &case.prog {
+        Some(p) if p.contains("$PID") => {
+            Err("a BUNDLE case's program cannot use $PID (a bundle is built before the workload runs; use ARGS -p $PID)".into())
+        }
+        Some(_) => Ok((
+            Path::new(&bundles_dir()).join(format!("{stem}.fsl")),
+            case.args.clone(),
+        )),
+        None => Err("a BUNDLE case needs EXEC, PROG or a script in ARGS".into()),
+    }
+}
+
+/// The bundle run of a `BUNDLE` case: `fslat STEM.fslb ARGS`, no clang reachable.
+fn as_bundle(case: &Case, stem: &str) -> Case {
+    let mut args = vec![format!("{}/{stem}.fslb", bundles_dir())];
+    args.extend(
+        bundle_source(case, stem)
+            .map(|(_, a)| a)
+            .unwrap_or_default(),
+    );
+    Case {
+        exec: None,
+        prog: None,
+        args,
+        guest_clang: false,
+        bundle: false,
+        bundle_only: false,
+        no_clang: true,
+        ..case.clone()
+    }
+}
+
+/// Builds a bundle of every `BUNDLE` case's script on the host, with the host's fslat,
+/// kernel types and clang, before any guest boots: the guests run them with no clang.
+fn build_bundles() -> Result<(), String> {
+    let dir = bundles_dir();
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {dir}: {e}"))?;
+    for path in case_files(None)? {
+        let file = file_name(&path);
+        let stem = file.trim_end_matches(".case");
+        let text = fs::read_to_string(&path).map_err(|e| format!("{file}: {e}"))?;
+        let case = parse_case(&text.replace("$UDIR", &user_programs_dir()))
+            .map_err(|e| format!("{file}: {e}"))?;
+        if !case.bundle {
+            continue;
+        }
+        let (script, _) = bundle_source(&case, stem).map_err(|e| format!("{file}: {e}"))?;
+        if let (None, None, Some(p)) = (
+            &case.exec,
+            case.args.iter().find(|a| a.ends_with(".fsl")),
+            &case.prog,
+        ) {
+            fs::write(&script, format!("{p}\n")).map_err(|e| format!("{file}: {e}"))?;
+        }
+        let out = Command::new(FSLAT)
+            .arg("build")
+            .arg(&script)
+            .arg("-o")
+            .arg(format!("{dir}/{stem}.fslb"))
+            .output()
+            .map_err(|e| format!("cannot run {FSLAT}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{file}: fslat build {} failed ({}): {}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A directory of links to every program on PATH but clang's (`clang`, `clang-19`...),
+/// for the runs that must find no clang.
+fn path_without_clang() -> Result<String, String> {
+    let dir = Path::new(GUEST_WORK).join("path-without-clang");
+    if dir.is_dir() {
+        return Ok(dir.to_string_lossy().into_owned());
+    }
+    fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = std::env::var("PATH").unwrap_or_default();
+    for d in path.split(':').filter(|d| !d.is_empty()) {
+        let Ok(entries) = fs::read_dir(d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if name.to_string_lossy().starts_with("clang") {
+                continue;
+            }
+            // The first directory on PATH with a name wins, as for the shell.
+            let _ = std::os::unix::fs::symlink(e.path(), dir.join(&name));
+        }
+    }
+    Ok(dir.to_string_lossy().into_owned())
 }
 
 /// Builds tests/kernel/user's programs on the host, before any guest boots.
@@ -1679,11 +1831,18 @@ fn run_case(case: &Case, dir: &Path) -> Run {
     let program = case.exec.as_deref().unwrap_or(FSLAT);
     run.command = describe(case.exec.as_deref().unwrap_or("fslat"), &argv);
     let fslat_dir = Path::new(FSLAT).parent().unwrap_or(Path::new("/"));
-    let path = format!(
-        "{}:{}",
-        fslat_dir.display(),
+    let rest_of_path = if case.no_clang {
+        match path_without_clang() {
+            Ok(p) => p,
+            Err(e) => {
+                run.failures.push(e);
+                return run;
+            }
+        }
+    } else {
         std::env::var("PATH").unwrap_or_default()
-    );
+    };
+    let path = format!("{}:{rest_of_path}", fslat_dir.display());
 
     let spawned = (|| -> std::io::Result<Child> {
         let input = match &case.stdin {
@@ -1702,6 +1861,9 @@ fn run_case(case: &Case, dir: &Path) -> Run {
         }
         for (k, v) in &case.env {
             fslat.env(k, subst(v));
+        }
+        if case.no_clang {
+            fslat.env("FSLAT_CLANG", "/nonexistent/clang");
         }
         fslat
             .args(&argv)

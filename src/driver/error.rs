@@ -100,6 +100,44 @@ pub enum Error {
     OtlpSettings(String),
     #[error("{0} of the entries read from standard input failed (see above)")]
     ReplFailures(usize),
+    #[error("cannot run the bundle {path}: {why}")]
+    Bundle {
+        path: String,
+        why: crate::bundle::BundleError,
+    },
+    #[error(
+        "a bundle cannot hold the user-space session {0}: its file and function offsets are this machine's; run the script itself where it traces"
+    )]
+    BundleUserSession(String),
+    #[error(
+        "the bundle {path} was built with the arguments [{}]; a bundle's $1.. are fixed when it is built: run it without arguments, or build it again with `fslat build SCRIPT ARGS -o FILE`",
+        built.join(" ")
+    )]
+    BundleArgs { path: String, built: Vec<String> },
+    #[error(
+        "the bundle {path} has no program for {mode} mode on {kernel}; rebuild it with this fslat, or choose another --mode"
+    )]
+    BundleNoVariant {
+        path: String,
+        mode: &'static str,
+        kernel: String,
+    },
+    #[error(
+        "the bundle {path} cannot run on {kernel}: the script needs what this kernel lacks:\n{why}"
+    )]
+    BundleCannotRun {
+        path: String,
+        kernel: String,
+        why: String,
+    },
+    #[error(
+        "session {session}: the {func} is not in {kernel}; a bundle attaches to the functions it was built with: build it from a script without it for this kernel"
+    )]
+    BundleMissingFunction {
+        session: String,
+        func: String,
+        kernel: String,
+    },
 }
 
 impl From<BuildError> for Error {

@@ -2,6 +2,7 @@
 //! → checked program → BPF object → running session → writer. The front ends read input
 //! and options; everything past that goes through here.
 
+pub mod bundle;
 mod error;
 mod options;
 mod script;

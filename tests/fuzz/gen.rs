@@ -655,3 +655,13 @@ pub fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
     }
     v
 }
+
+/// A whole number from the environment (`_` allowed between digits), or `default`.
+pub fn env_u64(name: &str, default: u64) -> Result<u64, String> {
+    std::env::var(name).map_or(Ok(default), |v| {
+        v.trim()
+            .replace('_', "")
+            .parse()
+            .map_err(|_| format!("{name}={v:?} is not a whole number"))
+    })
+}

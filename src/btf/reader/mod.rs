@@ -129,8 +129,9 @@ pub struct Btf {
     funcs: OnceLock<FuncIndex>,
     /// Lookups made by scanning so far.
     scans: AtomicU32,
-    /// The kernel's features, found on first use (one pass over the enums).
-    features: OnceLock<Features>,
+    /// The kernel's features and whether it has multi-attach, found on first use (one
+    /// pass over the enums).
+    features: OnceLock<(Features, bool)>,
     /// Where the BTF came from, for messages; None for bytes in memory.
     origin: Option<PathBuf>,
 }
@@ -683,6 +684,21 @@ impl Btf {
         out
     }
 
+    /// `features` and `has_fsession_multi` from one pass over the enums (a bundle's start
+    /// asks both before anything else).
+    fn features_and_multi(&self) -> (Features, bool) {
+        *self.features.get_or_init(|| {
+            let mut enums: Vec<&str> = FEATURES.iter().map(|i| i.btf_enum).collect();
+            enums.push("bpf_link_type");
+            let values = self.enum_values(&enums);
+            let has = |e: &str, v: &str| values.iter().any(|(en, va)| en == e && va == v);
+            let multi = has("bpf_attach_type", "BPF_TRACE_FSESSION_MULTI")
+                && has("bpf_link_type", "BPF_LINK_TYPE_TRACING_MULTI");
+            (Features::from_btf(has), multi)
+        })
+    }
+
+    #[cfg(test)]
     fn enum_has(&self, enum_name: &str, value_name: &str) -> bool {
         (1..self.types.len() as TypeId).any(|id| {
             let Some(r) = self.rec(id) else { return false };
@@ -849,16 +865,11 @@ impl KernelTypes for Btf {
     }
 
     fn has_fsession_multi(&self) -> bool {
-        self.enum_has("bpf_attach_type", "BPF_TRACE_FSESSION_MULTI")
-            && self.enum_has("bpf_link_type", "BPF_LINK_TYPE_TRACING_MULTI")
+        self.features_and_multi().1
     }
 
     fn features(&self) -> Features {
-        *self.features.get_or_init(|| {
-            let enums: Vec<&str> = FEATURES.iter().map(|i| i.btf_enum).collect();
-            let values = self.enum_values(&enums);
-            Features::from_btf(|e, v| values.iter().any(|(en, va)| en == e && va == v))
-        })
+        self.features_and_multi().0
     }
 
     fn describe(&self) -> String {

@@ -1,0 +1,333 @@
+//! `fslat build SCRIPT -o FILE` and `fslat FILE`: a script compiled once, for every kernel
+//! profile fslat may meet, and run later where there is no clang (`crate::bundle` is the
+//! file format).
+//!
+//! The profiles come from the two places that decide how fslat runs on a kernel: the
+//! features of `btf::FEATURES` (in the order kernels gained them, each profile one more,
+//! and multi-attach on top of fsession), and `resolve_mode`, asked for every `--mode`
+//! choice on each profile. A mode or feature added there is in every bundle built after.
+
+use super::{
+    Error, ModeChoice, Options, check_options, compile_script, compiler, load_kernel_types,
+    resolve_mode, run_object, traceability,
+};
+use crate::btf::{FEATURES, Features, FuncSig, KType, KernelTypes, TypeId};
+use crate::bundle::{Bundle, Variant};
+use crate::check::program::Program;
+use crate::codegen::Mode;
+use clap::ValueEnum;
+use std::rc::Rc;
+
+/// The largest bundle `fslat FILE` reads (one holds a few objects of some KB each).
+const MAX_BUNDLE_BYTES: u64 = 256 << 20;
+
+/// A kernel's types with the features of one profile instead of its own.
+struct Profile<'a> {
+    kernel: &'a dyn KernelTypes,
+    features: Features,
+    multi: bool,
+}
+
+impl KernelTypes for Profile<'_> {
+    fn function(&self, name: &str) -> Option<FuncSig> {
+        self.kernel.function(name)
+    }
+    fn function_names(&self) -> Vec<String> {
+        self.kernel.function_names()
+    }
+    fn tracepoint(&self, name: &str) -> Option<FuncSig> {
+        self.kernel.tracepoint(name)
+    }
+    fn resolve(&self, ty: TypeId) -> KType {
+        self.kernel.resolve(ty)
+    }
+    fn type_name(&self, ty: TypeId) -> String {
+        self.kernel.type_name(ty)
+    }
+    fn field(&self, ty: TypeId, name: &str) -> Option<crate::btf::Field> {
+        self.kernel.field(ty, name)
+    }
+    fn field_names(&self, ty: TypeId) -> Vec<String> {
+        self.kernel.field_names(ty)
+    }
+    fn has_fsession(&self) -> bool {
+        self.features.fsession
+    }
+    fn has_fsession_multi(&self) -> bool {
+        self.multi
+    }
+    fn features(&self) -> Features {
+        self.features
+    }
+    fn describe(&self) -> String {
+        format!("a kernel with {}", feature_words(&self.features))
+    }
+}
+
+/// `"5.12"` as `(5, 12)`, for ordering the features by the kernel that brought them.
+fn version(since: &str) -> (u32, u32) {
+    let mut parts = since.split('.').map(|p| p.parse().unwrap_or(u32::MAX));
+    (
+        parts.next().unwrap_or(u32::MAX),
+        parts.next().unwrap_or(u32::MAX),
+    )
+}
+
+/// Every profile a bundle is built for: no feature (Linux 5.10), then each feature added
+/// in the order kernels gained them, and multi-attach once fsession is there.
+pub fn profiles() -> Vec<(Features, bool)> {
+    let mut by_age: Vec<_> = FEATURES.iter().collect();
+    by_age.sort_by_key(|i| version(i.since));
+    let mut features = Features::default();
+    let mut out = vec![(features, false)];
+    for info in by_age {
+        features.set(info.feature, true);
+        out.push((features, false));
+    }
+    if features.fsession {
+        out.push((features, true));
+    }
+    out
+}
+
+/// `fslat build`: checks `text` against the build machine's kernel types (or `--btf`),
+/// then for every profile and every mode fslat may pick on it, the checked program and
+/// its object; an object is compiled once however many profiles share its C.
+pub fn build(name: &str, text: &str, out: &std::path::Path, opts: &Options) -> Result<(), Error> {
+    let kernel = load_kernel_types(opts.btf.as_ref())?;
+    let rule = Rc::new(traceability(opts));
+    // The build machine's own profile first: its diagnostics are the script's.
+    let mode = resolve_mode(ModeChoice::Auto, &kernel)?;
+    let (program, _) = compile_script(
+        name,
+        text,
+        &kernel,
+        mode,
+        check_options(opts, rule.clone(), &kernel)?,
+    )?;
+    if let Some(s) = program.sessions.iter().find(|s| s.user.is_some()) {
+        return Err(Error::BundleUserSession(s.label.clone()));
+    }
+    let compiler = compiler(opts)?;
+    let mut variants: Vec<Variant> = Vec::new();
+    let mut sources: Vec<String> = Vec::new();
+    let mut objects = Vec::new();
+    for (features, multi) in profiles() {
+        let profile = Profile {
+            kernel: &kernel,
+            features,
+            multi,
+        };
+        for &choice in ModeChoice::value_variants() {
+            let Ok(mode) = resolve_mode(choice, &profile) else {
+                continue;
+            };
+            if variants
+                .iter()
+                .any(|v| v.mode == mode && v.features == features && v.multi == multi)
+            {
+                continue;
+            }
+            let checked = check_options(opts, rule.clone(), &profile)
+                .map_err(|e| e.to_string())
+                .and_then(|o| {
+                    crate::compile_with(text, &profile, mode, o).map_err(|diags| {
+                        let source = crate::diag::Source { name, text };
+                        crate::diag::render(&source, &diags, false)
+                    })
+                });
+            let (program, object) = match checked {
+                Ok((program, c)) => {
+                    let at = match sources.iter().position(|s| *s == c) {
+                        Some(at) => at,
+                        None => {
+                            super::interrupted()?;
+                            objects.push(compiler.compile(&c)?);
+                            sources.push(c);
+                            sources.len() - 1
+                        }
+                    };
+                    (Ok(program), at)
+                }
+                Err(why) => (Err(why), 0),
+            };
+            variants.push(Variant {
+                mode,
+                features,
+                multi,
+                program,
+                object,
+            });
+        }
+    }
+    let bundle = Bundle {
+        name: name.to_string(),
+        args: opts.script_args.clone(),
+        variants,
+        objects,
+    };
+    super::write_output(Some(&out.to_path_buf()), &bundle.encode())?;
+    if opts.verbose {
+        for v in &bundle.variants {
+            crate::stderr_line!(
+                "fslat: {}: {} with {}{}: {}",
+                out.display(),
+                v.mode.name(),
+                feature_words(&v.features),
+                if v.multi { ", multi-attach" } else { "" },
+                match &v.program {
+                    Ok(_) => format!("object {}", v.object),
+                    Err(_) => "cannot run (the script needs more)".into(),
+                }
+            );
+        }
+    }
+    Ok(())
+}
+
+fn feature_words(f: &Features) -> String {
+    let names: Vec<&str> = FEATURES
+        .iter()
+        .filter(|i| f.has(i.feature))
+        .map(|i| i.name)
+        .collect();
+    if names.is_empty() {
+        "none of fslat's optional features".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// Reads the bundle at `path`; `None` when the file is not one (a script).
+pub fn open(path: &std::path::Path) -> Result<Option<Bundle>, Error> {
+    use std::io::Read;
+    let read_error = |source| Error::ReadScript {
+        path: path.display().to_string(),
+        source,
+    };
+    let mut file = super::open_interruptible(path).map_err(read_error)?;
+    let mut start = [0u8; crate::bundle::MAGIC.len()];
+    let n = file.read(&mut start).map_err(read_error)?;
+    if !Bundle::is_bundle(&start[..n]) {
+        return Ok(None);
+    }
+    let mut bytes = start[..n].to_vec();
+    file.take(MAX_BUNDLE_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    Bundle::decode(&bytes)
+        .map(Some)
+        .map_err(|why| Error::Bundle {
+            path: path.display().to_string(),
+            why,
+        })
+}
+
+/// The variant of `bundle` for this kernel in `mode`: the one built for the most of the
+/// features the kernel has.
+fn choose<'a>(bundle: &'a Bundle, mode: Mode, kernel: &dyn KernelTypes) -> Option<&'a Variant> {
+    let have = kernel.features();
+    bundle
+        .variants
+        .iter()
+        .filter(|v| v.mode == mode && (!v.multi || kernel.has_fsession_multi()))
+        .filter(|v| {
+            FEATURES
+                .iter()
+                .all(|i| !v.features.has(i.feature) || have.has(i.feature))
+        })
+        .max_by_key(|v| {
+            let n = FEATURES
+                .iter()
+                .filter(|i| v.features.has(i.feature))
+                .count();
+            (n, v.multi)
+        })
+}
+
+/// `fslat FILE` for a bundle: the variant for this kernel, run as a script would be; no
+/// clang.
+pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<(), Error> {
+    super::interrupted()?;
+    if !opts.script_args.is_empty() && opts.script_args != bundle.args {
+        return Err(Error::BundleArgs {
+            path: path.display().to_string(),
+            built: bundle.args.clone(),
+        });
+    }
+    if let Some(pid) = opts.pid {
+        super::target::check_process(pid)?;
+    }
+    let kernel = load_kernel_types(opts.btf.as_ref())?;
+    let mode = resolve_mode(opts.mode, &kernel)?;
+    let variant = choose(bundle, mode, &kernel).ok_or_else(|| Error::BundleNoVariant {
+        path: path.display().to_string(),
+        mode: mode.name(),
+        kernel: kernel.describe(),
+    })?;
+    let program = variant
+        .program
+        .as_ref()
+        .map_err(|why| Error::BundleCannotRun {
+            path: path.display().to_string(),
+            kernel: kernel.describe(),
+            why: why.clone(),
+        })?;
+    // The kernel (libbpf) finds the functions as it loads: a function it lacks fails the
+    // load, and only then are the names looked up, for a message that names the one
+    // missing (a lookup per function would cost every start a pass over the BTF).
+    let result = run_object(program, &bundle.objects[variant.object], mode, opts);
+    if let Err(Error::Runtime(_)) = &result {
+        check_functions(program, &kernel)?;
+    }
+    result
+}
+
+/// Every function the bundle's sessions attach to is in the running kernel.
+fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Error> {
+    for s in &program.sessions {
+        // A span's target is its END, which may be a tracepoint.
+        let names: Vec<(&str, bool)> = match &s.span {
+            Some(span) => vec![
+                (&span.start.name, span.start.tracepoint),
+                (&span.end.name, span.end.tracepoint),
+            ],
+            None => s.targets.iter().map(|t| (t.func.as_str(), false)).collect(),
+        };
+        for (name, tracepoint) in names {
+            let found = match tracepoint {
+                true => kernel.tracepoint(name).is_some(),
+                false => kernel.function(name).is_some(),
+            };
+            if !found {
+                return Err(Error::BundleMissingFunction {
+                    session: s.label.clone(),
+                    func: format!(
+                        "{} {name}",
+                        if tracepoint { "tracepoint" } else { "function" }
+                    ),
+                    kernel: kernel.describe(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profiles_start_with_no_feature_and_add_one_at_a_time_in_kernel_order() {
+        let p = profiles();
+        assert_eq!(p[0], (Features::default(), false));
+        // 5.11 task storage, 5.12 atomics, 5.17 bpf_loop, 6.6, 6.13, 7.0 fsession.
+        assert!(p[1].0.task_storage && !p[1].0.atomics);
+        assert!(p[2].0.atomics && !p[2].0.bpf_loop);
+        assert!(p[3].0.bpf_loop && !p[3].0.fsession);
+        assert_eq!(p.len(), FEATURES.len() + 2);
+        assert_eq!(p[p.len() - 1], (Features::all(), true));
+        assert_eq!(p[p.len() - 2], (Features::all(), false));
+    }
+}
