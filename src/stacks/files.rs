@@ -84,13 +84,14 @@ fn parse_frames(bytes: &[u8]) -> Vec<Option<Place>> {
         .collect()
 }
 
-/// `struct fslat_ufile`: the number and the NUL-terminated path.
+/// `struct fslat_ufile`: the number and the NUL-terminated path (cut ones, starting or
+/// ending with `...`, too: they cannot be opened, and render as `[file]+0xOFF`).
 fn parse_file(bytes: &[u8]) -> Option<(u32, String)> {
     let number = u32_at(bytes, 0)?;
     let path = bytes.get(UFILE_PATH_AT..(UFILE_PATH_AT + UFILE_PATH_CAP).min(bytes.len()))?;
     let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
     let path = String::from_utf8_lossy(&path[..end]).into_owned();
-    (number != 0 && path.starts_with('/')).then_some((number, path))
+    (number != 0 && !path.is_empty()).then_some((number, path))
 }
 
 #[cfg(test)]
