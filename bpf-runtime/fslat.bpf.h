@@ -727,6 +727,9 @@ struct fslat_stack_map FSLAT_KSTACKS_MAP SEC(".maps");
 
 #ifdef FSLAT_WANT_USTACK
 struct fslat_stack_map FSLAT_USTACKS_MAP SEC(".maps");
+/* Where a user stack goes when its bucket in the first map holds another stack: each
+ * short-lived process brings new addresses (ASLR), so buckets fill fast. */
+struct fslat_stack_map FSLAT_USTACKS_MAP_2 SEC(".maps");
 
 /* Processes already announced to user space (see fslat_ustackid). */
 struct {
@@ -923,7 +926,14 @@ static __always_inline void fslat_ustack_files(void *ctx, __u64 key)
 static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
-	__s64 id = fslat_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK, lost);
+	__s64 id = bpf_get_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK);
+	if (id == -17 /* EEXIST: the bucket holds another stack */) {
+		id = bpf_get_stackid(ctx, &FSLAT_USTACKS_MAP_2, FSLAT_F_USER_STACK);
+		if (id >= 0)
+			id |= FSLAT_USTACK_SECOND;
+	}
+	if (id < 0 && lost)
+		__sync_fetch_and_add(lost, 1);
 	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
 	__u8 one = 1;
 #ifdef FSLAT_USTACK_FILES

@@ -104,6 +104,10 @@ pub const COUNTERS_MAP: &str = "fslat_counters";
 /// The stack maps the ids of `kstack` and `ustack` values name (fslat.bpf.h).
 pub const KSTACKS_MAP: &str = "fslat_kstacks";
 pub const USTACKS_MAP: &str = "fslat_ustacks";
+/// User stacks whose hash bucket in the first map holds another stack (short-lived
+/// processes each bring new addresses, so buckets fill): their id has `USTACK_SECOND`.
+pub const USTACKS_MAP_2: &str = "fslat_ustacks_2";
+pub const USTACK_SECOND: u32 = 1 << 30;
 /// The processes whose user stacks were announced (only the kernel side reads it).
 pub const USTACK_TGIDS_MAP: &str = "fslat_ustack_tgids";
 /// `path()`'s per-CPU buffer for walking a path (only the kernel side reads it).

@@ -231,7 +231,8 @@ pub fn run(
                     )
                 }),
             )
-            .with_user_files(
+            .with_user_maps(
+                handle(resources::USTACKS_MAP_2)?,
                 handle(resources::UFRAMES_MAP)?,
                 handle(resources::UFILES_MAP)?,
             ),

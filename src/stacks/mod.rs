@@ -15,6 +15,7 @@ mod maps;
 mod modules;
 
 use crate::check::program::StackKind;
+use crate::check::resources::USTACK_SECOND;
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
@@ -98,6 +99,7 @@ fn callers(mut frames: Vec<(Frame, u64)>, entry_frame: bool) -> Vec<Frame> {
 pub struct StackTable {
     kernel: Option<MapHandle>,
     user: Option<MapHandle>,
+    user_2: Option<MapHandle>,
     symbolizer: Symbolizer,
     modules: modules::Modules,
     entry_frame: bool,
@@ -118,6 +120,7 @@ impl StackTable {
             entry_frame,
             kernel,
             user,
+            user_2: None,
             symbolizer: Symbolizer::builder()
                 .enable_code_info(false)
                 .enable_inlined_fns(false)
@@ -129,9 +132,16 @@ impl StackTable {
         }
     }
 
-    /// User frames come from the program's resolved frames and files maps (both present
-    /// when the kernel has `bpf_find_vma`).
-    pub fn with_user_files(mut self, frames: Option<MapHandle>, files: Option<MapHandle>) -> Self {
+    /// The program's other user stack maps: the second stack map (ids with
+    /// `USTACK_SECOND`), and the resolved frames and files (both present when the kernel
+    /// has `bpf_find_vma`).
+    pub fn with_user_maps(
+        mut self,
+        second: Option<MapHandle>,
+        frames: Option<MapHandle>,
+        files: Option<MapHandle>,
+    ) -> Self {
+        self.user_2 = second;
         if let (Some(frames), Some(files)) = (frames, files) {
             self.files = Some(files::Files::new(frames, files));
         }
@@ -169,9 +179,11 @@ impl StackTable {
             StackKind::Kernel => (raw as i64, 0),
             StackKind::User => (i64::from(raw as u32 as i32), (raw >> 32) as u32),
         };
-        let map = match kind {
-            StackKind::Kernel => self.kernel.as_ref(),
-            StackKind::User => self.user.as_ref(),
+        let second = kind == StackKind::User && id >= 0 && (id as u32) & USTACK_SECOND != 0;
+        let (map, id) = match kind {
+            StackKind::Kernel => (self.kernel.as_ref(), id),
+            StackKind::User if second => (self.user_2.as_ref(), id & !i64::from(USTACK_SECOND)),
+            StackKind::User => (self.user.as_ref(), id),
         };
         let lost = Stack {
             kind,
