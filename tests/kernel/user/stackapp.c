@@ -13,15 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static inline __attribute__((always_inline)) long sys_read(int fd, void *buf, unsigned long n)
-{
-	long ret;
-	__asm__ volatile("syscall" : "=a"(ret) : "a"(0), "D"(fd), "S"(buf), "d"(n)
-			 : "rcx", "r11", "memory");
-	return ret;
-}
-
-static char buf[8192];
+#include "sysread.h"
 
 __attribute__((noinline)) long inner_fn(int fd)
 {
