@@ -533,9 +533,11 @@ enum Feature {
     UprobeSession,
     /// uprobe_multi links (6.6: `BPF_TRACE_UPROBE_MULTI`).
     UprobeMulti,
+    /// `BPF_FUNC_find_vma` (5.17): user frames resolved to files at capture.
+    FindVma,
 }
 
-const FEATURES: [(Feature, &str, &str); 7] = [
+const FEATURES: [(Feature, &str, &str); 8] = [
     (Feature::Fsession, "fsession", "BPF_TRACE_FSESSION"),
     (
         Feature::FsessionMulti,
@@ -559,6 +561,7 @@ const FEATURES: [(Feature, &str, &str); 7] = [
         "uprobe_multi",
         "BPF_TRACE_UPROBE_MULTI",
     ),
+    (Feature::FindVma, "find_vma", "BPF_FUNC_find_vma"),
 ];
 
 impl Feature {
@@ -583,9 +586,10 @@ fn expected_features(kernel: &str) -> Option<&'static [Feature]> {
             Atomics,
             UprobeSession,
             UprobeMulti,
+            FindVma,
         ],
-        "trixie" => &[BpfLoop, TaskStorage, Atomics, UprobeMulti],
-        "bookworm" => &[BpfLoop, TaskStorage, Atomics],
+        "trixie" => &[BpfLoop, TaskStorage, Atomics, UprobeMulti, FindVma],
+        "bookworm" => &[BpfLoop, TaskStorage, Atomics, FindVma],
         "bullseye" => &[],
         _ => return None,
     })

@@ -21,6 +21,9 @@ pub enum Feature {
     UprobeSession,
     /// One uprobe (or uretprobe) program on many user functions through one link (6.6).
     UprobeMulti,
+    /// The `bpf_find_vma` helper (5.17): each user frame is resolved to its file and the
+    /// offset in it when the stack is captured.
+    FindVma,
 }
 
 /// How a feature is named, which kernel brought it, what fslat uses it for and the BTF
@@ -36,7 +39,7 @@ pub struct FeatureInfo {
     pub btf_value: &'static str,
 }
 
-pub const FEATURES: [FeatureInfo; 6] = [
+pub const FEATURES: [FeatureInfo; 7] = [
     FeatureInfo {
         feature: Feature::Fsession,
         name: "fsession",
@@ -92,6 +95,15 @@ pub const FEATURES: [FeatureInfo; 6] = [
         btf_enum: "bpf_attach_type",
         btf_value: "BPF_TRACE_UPROBE_MULTI",
     },
+    FeatureInfo {
+        feature: Feature::FindVma,
+        name: "find_vma",
+        since: "5.17",
+        used_for: "ustack: each frame's file and offset, read when the stack is captured",
+        without: "ustack reads a process's mappings from /proc when it first shows up: a process gone before that is left as addresses",
+        btf_enum: "bpf_func_id",
+        btf_value: "BPF_FUNC_find_vma",
+    },
 ];
 
 impl Feature {
@@ -112,6 +124,8 @@ pub struct Features {
     pub atomics: bool,
     pub uprobe_session: bool,
     pub uprobe_multi: bool,
+    #[serde(default)]
+    pub find_vma: bool,
 }
 
 impl Features {
@@ -124,6 +138,7 @@ impl Features {
             atomics: true,
             uprobe_session: true,
             uprobe_multi: true,
+            find_vma: true,
         }
     }
 
@@ -147,6 +162,7 @@ impl Features {
             Feature::Atomics => self.atomics,
             Feature::UprobeSession => self.uprobe_session,
             Feature::UprobeMulti => self.uprobe_multi,
+            Feature::FindVma => self.find_vma,
         }
     }
 
@@ -158,6 +174,7 @@ impl Features {
             Feature::Atomics => self.atomics = on,
             Feature::UprobeSession => self.uprobe_session = on,
             Feature::UprobeMulti => self.uprobe_multi = on,
+            Feature::FindVma => self.find_vma = on,
         }
     }
 }

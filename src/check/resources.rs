@@ -104,10 +104,31 @@ pub const COUNTERS_MAP: &str = "fslat_counters";
 /// The stack maps the ids of `kstack` and `ustack` values name (fslat.bpf.h).
 pub const KSTACKS_MAP: &str = "fslat_kstacks";
 pub const USTACKS_MAP: &str = "fslat_ustacks";
+/// User stacks whose hash bucket in the first map holds another stack (short-lived
+/// processes each bring new addresses, so buckets fill): their id has `USTACK_SECOND`.
+pub const USTACKS_MAP_2: &str = "fslat_ustacks_2";
+pub const USTACK_SECOND: u32 = 1 << 30;
 /// The processes whose user stacks were announced (only the kernel side reads it).
 pub const USTACK_TGIDS_MAP: &str = "fslat_ustack_tgids";
 /// `path()`'s per-CPU buffer for walking a path (only the kernel side reads it).
 pub const PATH_SCRATCH_MAP: &str = "fslat_path_scratch";
+/// With `bpf_find_vma` (`Features::find_vma`), `ustack`'s frames resolved at capture
+/// (fslat.bpf.h, `fslat_ustack_files`): by the packed ustack key, `UFRAME_DEPTH` frames of
+/// `UFRAME_SIZE` bytes, each a `u32` file number (0: none) and the `u32` offset in it.
+pub const UFRAMES_MAP: &str = "fslat_uframes";
+/// The files those frames name: by file identity, a `u32` number and the path (a
+/// NUL-terminated string of at most `UFILE_PATH_CAP` bytes at `UFILE_PATH_AT`).
+pub const UFILES_MAP: &str = "fslat_ufiles";
+/// The per-CPU work area of one resolution (only the kernel side reads it).
+pub const USTACK_SCRATCH_MAP: &str = "fslat_ustack_scratch";
+pub const UFRAME_DEPTH: usize = 127;
+pub const UFRAME_SIZE: usize = 8;
+pub const UFRAME_OFFSET_AT: usize = 4;
+pub const UFILE_PATH_AT: usize = 4;
+pub const UFILE_PATH_CAP: usize = 128;
+/// Distinct (process, stack) pairs and files resolved; the maps take memory as they fill.
+pub const UFRAMES_ENTRIES: u32 = 16384;
+pub const UFILES_ENTRIES: u32 = 4096;
 /// `percentiles`' interval generation, which user space bumps before each `-i` read
 /// (fslat_pct.bpf.h).
 pub const INTERVAL_MAP: &str = "fslat_interval";

@@ -92,6 +92,8 @@ struct ProgramData {
     uses_ustack: bool,
     /// Whether the program has a ring buffer: for events, and for ustack's announcements.
     ring: bool,
+    /// `ustack` on a kernel with `bpf_find_vma`: frames resolved to files at capture.
+    ustack_files: Option<UstackFilesData>,
     /// BPF atomics with fetch/cmpxchg (5.12+); without, min/max are plain stores.
     atomics: bool,
     /// fentry mode's call stacks in task storage (5.11+), else in a hash map.
@@ -127,10 +129,27 @@ struct MapNames {
     counters: &'static str,
     kstacks: &'static str,
     ustacks: &'static str,
+    ustacks_2: &'static str,
+    ustack_second: u32,
     ustack_tgids: &'static str,
     interval: &'static str,
     path_scratch: &'static str,
+    uframes: &'static str,
+    ufiles: &'static str,
+    ustack_scratch: &'static str,
     multi_section: &'static str,
+}
+
+/// The sizes of `ustack`'s resolved frames, from `check::resources`.
+#[derive(Serialize)]
+struct UstackFilesData {
+    frames_entries: u32,
+    files_entries: u32,
+    depth: usize,
+    frame_size: usize,
+    frame_offset_at: usize,
+    path_at: usize,
+    path_cap: usize,
 }
 
 /// The ring buffer record `ustack` announces a process with.
@@ -382,6 +401,17 @@ pub fn generate(program: &Program, mode: Mode) -> String {
         uses_kstack: program.uses_kstack,
         uses_ustack: program.uses_ustack,
         ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
+        ustack_files: (program.uses_ustack && program.features.find_vma).then_some(
+            UstackFilesData {
+                frames_entries: resources::UFRAMES_ENTRIES,
+                files_entries: resources::UFILES_ENTRIES,
+                depth: resources::UFRAME_DEPTH,
+                frame_size: resources::UFRAME_SIZE,
+                frame_offset_at: resources::UFRAME_OFFSET_AT,
+                path_at: resources::UFILE_PATH_AT,
+                path_cap: resources::UFILE_PATH_CAP,
+            },
+        ),
         atomics: program.features.atomics,
         task_storage: program.features.task_storage,
         bpf_loop: program.features.bpf_loop,
@@ -399,9 +429,14 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             counters: resources::COUNTERS_MAP,
             kstacks: resources::KSTACKS_MAP,
             ustacks: resources::USTACKS_MAP,
+            ustacks_2: resources::USTACKS_MAP_2,
+            ustack_second: resources::USTACK_SECOND,
             ustack_tgids: resources::USTACK_TGIDS_MAP,
             interval: resources::INTERVAL_MAP,
             path_scratch: resources::PATH_SCRATCH_MAP,
+            uframes: resources::UFRAMES_MAP,
+            ufiles: resources::UFILES_MAP,
+            ustack_scratch: resources::USTACK_SCRATCH_MAP,
             multi_section: resources::MULTI_SECTION,
         },
         settings: SettingsData {

@@ -221,16 +221,23 @@ pub fn run(
                 .transpose()
                 .map_err(RuntimeError::libbpf("opening a stack map"))
         };
-        let table = Rc::new(StackTable::new(
-            handle(resources::KSTACKS_MAP)?,
-            handle(resources::USTACKS_MAP)?,
-            program.sessions.iter().any(|s| {
-                matches!(
-                    settings.mode.of_session(s),
-                    Mode::Fentry | Mode::Fexit | Mode::FexitMulti
-                )
-            }),
-        ));
+        let table = Rc::new(
+            StackTable::new(
+                handle(resources::KSTACKS_MAP)?,
+                handle(resources::USTACKS_MAP)?,
+                program.sessions.iter().any(|s| {
+                    matches!(
+                        settings.mode.of_session(s),
+                        Mode::Fentry | Mode::Fexit | Mode::FexitMulti
+                    )
+                }),
+            )
+            .with_user_maps(
+                handle(resources::USTACKS_MAP_2)?,
+                handle(resources::UFRAMES_MAP)?,
+                handle(resources::UFILES_MAP)?,
+            ),
+        );
         out.set_stacks(table.clone());
         Some(table)
     } else {

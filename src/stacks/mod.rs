@@ -6,13 +6,17 @@
 //! `/proc/kallsyms` (modules included), user frames from the ELF symbols (and DWARF) of
 //! the files mapped in the traced process, through its `/proc/PID/maps`. The mappings of
 //! a process are read when the program first announces it (`announce`), so a process that
-//! has exited by the time fslat prints is still symbolized.
+//! has exited by the time fslat prints is still symbolized. On kernels with
+//! `bpf_find_vma` the program resolves each user frame to its file and the offset in it
+//! when it captures the stack (`files`), and user frames are symbolized from those alone.
 
+mod files;
 mod maps;
 mod modules;
 
 use crate::check::program::StackKind;
-use blazesym::symbolize::source::{Kernel, Process, Source};
+use crate::check::resources::USTACK_SECOND;
+use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
@@ -95,11 +99,14 @@ fn callers(mut frames: Vec<(Frame, u64)>, entry_frame: bool) -> Vec<Frame> {
 pub struct StackTable {
     kernel: Option<MapHandle>,
     user: Option<MapHandle>,
+    user_2: Option<MapHandle>,
     symbolizer: Symbolizer,
     modules: modules::Modules,
     entry_frame: bool,
     /// Mappings of the processes announced, read when they were.
     mappings: RefCell<HashMap<u32, Vec<maps::Mapping>>>,
+    /// The frames the program resolved at capture (kernels with `bpf_find_vma`).
+    files: Option<files::Files>,
     cache: RefCell<HashMap<(StackKind, u64), Arc<Stack>>>,
 }
 
@@ -113,14 +120,32 @@ impl StackTable {
             entry_frame,
             kernel,
             user,
+            user_2: None,
             symbolizer: Symbolizer::builder()
                 .enable_code_info(false)
                 .enable_inlined_fns(false)
                 .build(),
             modules: modules::Modules::read(),
             mappings: RefCell::new(HashMap::new()),
+            files: None,
             cache: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// The program's other user stack maps: the second stack map (ids with
+    /// `USTACK_SECOND`), and the resolved frames and files (both present when the kernel
+    /// has `bpf_find_vma`).
+    pub fn with_user_maps(
+        mut self,
+        second: Option<MapHandle>,
+        frames: Option<MapHandle>,
+        files: Option<MapHandle>,
+    ) -> Self {
+        self.user_2 = second;
+        if let (Some(frames), Some(files)) = (frames, files) {
+            self.files = Some(files::Files::new(frames, files));
+        }
+        self
     }
 
     /// The program saw user stacks of `tgid` for the first time: keep its mappings now,
@@ -154,9 +179,11 @@ impl StackTable {
             StackKind::Kernel => (raw as i64, 0),
             StackKind::User => (i64::from(raw as u32 as i32), (raw >> 32) as u32),
         };
-        let map = match kind {
-            StackKind::Kernel => self.kernel.as_ref(),
-            StackKind::User => self.user.as_ref(),
+        let second = kind == StackKind::User && id >= 0 && (id as u32) & USTACK_SECOND != 0;
+        let (map, id) = match kind {
+            StackKind::Kernel => (self.kernel.as_ref(), id),
+            StackKind::User if second => (self.user_2.as_ref(), id & !i64::from(USTACK_SECOND)),
+            StackKind::User => (self.user.as_ref(), id),
         };
         let lost = Stack {
             kind,
@@ -176,7 +203,14 @@ impl StackTable {
             .collect();
         let mut frames = match kind {
             StackKind::Kernel => callers(self.kernel_frames(&addrs), self.entry_frame),
-            StackKind::User => self.user_frames(tgid, &addrs),
+            StackKind::User => match self
+                .files
+                .as_ref()
+                .and_then(|f| Some((f, f.places(raw, addrs.len())?)))
+            {
+                Some((files, places)) => self.file_frames(&|n| files.path(n), &addrs, &places),
+                None => self.user_frames(tgid, &addrs),
+            },
         };
         frames.reverse();
         Stack {
@@ -246,6 +280,57 @@ impl StackTable {
                 (frame, offset)
             })
             .collect()
+    }
+
+    /// User frames from the places the program resolved (innermost first, as `addrs`):
+    /// each symbolized in its file by its file offset (a return address one byte back, as
+    /// `symbolize` does; the innermost as it is); a frame in no file is its address.
+    fn file_frames(
+        &self,
+        path_of: &dyn Fn(u32) -> Option<String>,
+        addrs: &[u64],
+        places: &[Option<files::Place>],
+    ) -> Vec<Frame> {
+        let mut frames: Vec<Frame> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &addr)| {
+                let place = places.get(i).copied().flatten();
+                let path = place.and_then(|p| path_of(p.file));
+                Frame {
+                    addr,
+                    symbol: None,
+                    file_offset: place.filter(|_| path.is_some()).map(|p| p.offset),
+                    module: path,
+                }
+            })
+            .collect();
+        let mut by_file: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, f) in frames.iter().enumerate() {
+            if let (Some(path), Some(_)) = (&f.module, f.file_offset) {
+                by_file.entry(path.clone()).or_default().push(i);
+            }
+        }
+        for (path, at) in by_file {
+            let offsets: Vec<u64> = at
+                .iter()
+                .map(|&i| {
+                    let off = frames[i].file_offset.unwrap_or_default();
+                    if i == 0 { off } else { off.saturating_sub(1) }
+                })
+                .collect();
+            let src = Source::Elf(Elf::new(&path));
+            let Ok(syms) = self.symbolizer.symbolize(&src, Input::FileOffset(&offsets)) else {
+                continue;
+            };
+            for (&i, sym) in at.iter().zip(syms) {
+                if let Symbolized::Sym(sym) = sym {
+                    frames[i].symbol = Some(clean_symbol(&sym.name));
+                    frames[i].file_offset = None;
+                }
+            }
+        }
+        frames
     }
 
     fn user_frames(&self, tgid: u32, addrs: &[u64]) -> Vec<Frame> {
@@ -348,6 +433,47 @@ mod tests {
     #[inline(never)]
     fn a_rust_function_in_this_test() -> u64 {
         std::hint::black_box(7)
+    }
+
+    #[test]
+    fn user_frames_are_named_from_their_file_and_offset_alone() {
+        let addr = a_rust_function_in_this_test as *const () as u64;
+        let maps = maps::read(std::process::id());
+        let (path, offset) = maps::locate(&maps, addr).expect("the test binary is mapped");
+        let path = path.to_string();
+        let table = StackTable::new(None, None, true);
+        // Innermost: the function's first instruction; then a return address into it
+        // (one byte past a call, looked up one byte back); then a frame in no file.
+        let places = [
+            Some(files::Place { file: 1, offset }),
+            Some(files::Place {
+                file: 1,
+                offset: offset + 1,
+            }),
+            None,
+            Some(files::Place {
+                file: 2,
+                offset: 0x10,
+            }),
+        ];
+        let frames = table.file_frames(
+            &|n| (n == 1).then(|| path.clone()),
+            &[addr, addr + 1, 0x1234, 0x5678],
+            &places,
+        );
+        let name = "fslat::stacks::tests::a_rust_function_in_this_test";
+        assert_eq!(frames[0].symbol.as_deref(), Some(name));
+        assert_eq!(frames[1].symbol.as_deref(), Some(name));
+        assert_eq!(frames[0].module.as_deref(), Some(path.as_str()));
+        assert_eq!(
+            (frames[2].symbol.as_ref(), frames[2].module.as_ref()),
+            (None, None)
+        );
+        // A file whose path is unknown: its address only.
+        assert_eq!(
+            (frames[3].symbol.as_ref(), frames[3].file_offset),
+            (None, None)
+        );
     }
 
     #[test]

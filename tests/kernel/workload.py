@@ -381,6 +381,12 @@ def main():
     s.add_argument("m", type=int)
     s = sub.add_parser("ustack-c", help="exec a C program: main, load_config, read_chunk: N reads")
     s.add_argument("n", type=int)
+    s = sub.add_parser("repeat", help="run PROGRAM ARGS... N times, one after the other")
+    s.add_argument("n", type=int)
+    s.add_argument("argv", nargs="+")
+    s = sub.add_parser("repeat-sh", help="N times: sh -c 'true; exec PROGRAM ARGS...'")
+    s.add_argument("n", type=int)
+    s.add_argument("argv", nargs="+")
     s = sub.add_parser("exec", help="exec PROGRAM ARGS... (the same pid)")
     s.add_argument("argv", nargs="+")
     s = sub.add_parser("exec-now", help="exec PROGRAM ARGS... at once, UFUNC_GO naming the go file")
@@ -462,6 +468,12 @@ def main():
         os.execv(ustack_exe, [ustack_exe, str(a.n)])
     elif a.what == "exec":
         os.execv(a.argv[0], a.argv)
+    elif a.what in ("repeat", "repeat-sh"):
+        import subprocess
+        # repeat-sh: the shell runs (and reads, loading libc) before it becomes PROGRAM.
+        argv = ["sh", "-c", 'true; exec "$0" "$@"'] + a.argv if a.what == "repeat-sh" else a.argv
+        for _ in range(a.n):
+            subprocess.run(argv, check=True)
     elif a.what == "tcp":
         tcp_sends(a.port, a.sends, a.gap_ms)
     elif a.what == "ebadf":
