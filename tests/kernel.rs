@@ -533,9 +533,11 @@ enum Feature {
     UprobeSession,
     /// uprobe_multi links (6.6: `BPF_TRACE_UPROBE_MULTI`).
     UprobeMulti,
+    /// kprobe session programs (6.10: `BPF_TRACE_KPROBE_SESSION`).
+    KprobeSession,
 }
 
-const FEATURES: [(Feature, &str, &str); 7] = [
+const FEATURES: [(Feature, &str, &str); 8] = [
     (Feature::Fsession, "fsession", "BPF_TRACE_FSESSION"),
     (
         Feature::FsessionMulti,
@@ -558,6 +560,11 @@ const FEATURES: [(Feature, &str, &str); 7] = [
         Feature::UprobeMulti,
         "uprobe_multi",
         "BPF_TRACE_UPROBE_MULTI",
+    ),
+    (
+        Feature::KprobeSession,
+        "kprobe_session",
+        "BPF_TRACE_KPROBE_SESSION",
     ),
 ];
 
@@ -583,8 +590,9 @@ fn expected_features(kernel: &str) -> Option<&'static [Feature]> {
             Atomics,
             UprobeSession,
             UprobeMulti,
+            KprobeSession,
         ],
-        "trixie" => &[BpfLoop, TaskStorage, Atomics, UprobeMulti],
+        "trixie" => &[BpfLoop, TaskStorage, Atomics, UprobeMulti, KprobeSession],
         "bookworm" => &[BpfLoop, TaskStorage, Atomics],
         "bullseye" => &[],
         _ => return None,

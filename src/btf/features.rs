@@ -21,6 +21,9 @@ pub enum Feature {
     UprobeSession,
     /// One uprobe (or uretprobe) program on many user functions through one link (6.6).
     UprobeMulti,
+    /// kprobe session programs: one program at a kernel function's entry and return,
+    /// attached through a kprobe_multi link (Linux 6.10).
+    KprobeSession,
 }
 
 /// How a feature is named, which kernel brought it, what fslat uses it for and the BTF
@@ -36,7 +39,7 @@ pub struct FeatureInfo {
     pub btf_value: &'static str,
 }
 
-pub const FEATURES: [FeatureInfo; 6] = [
+pub const FEATURES: [FeatureInfo; 7] = [
     FeatureInfo {
         feature: Feature::Fsession,
         name: "fsession",
@@ -92,6 +95,15 @@ pub const FEATURES: [FeatureInfo; 6] = [
         btf_enum: "bpf_attach_type",
         btf_value: "BPF_TRACE_UPROBE_MULTI",
     },
+    FeatureInfo {
+        feature: Feature::KprobeSession,
+        name: "kprobe_session",
+        since: "6.10",
+        used_for: "kernel sessions as kprobe session programs (mode kprobe-session): exact counts on a preemptible kernel",
+        without: "kernel sessions run on BPF trampolines (fsession or fentry)",
+        btf_enum: "bpf_attach_type",
+        btf_value: "BPF_TRACE_KPROBE_SESSION",
+    },
 ];
 
 impl Feature {
@@ -112,6 +124,8 @@ pub struct Features {
     pub atomics: bool,
     pub uprobe_session: bool,
     pub uprobe_multi: bool,
+    #[serde(default)]
+    pub kprobe_session: bool,
 }
 
 impl Features {
@@ -124,6 +138,7 @@ impl Features {
             atomics: true,
             uprobe_session: true,
             uprobe_multi: true,
+            kprobe_session: true,
         }
     }
 
@@ -147,6 +162,7 @@ impl Features {
             Feature::Atomics => self.atomics,
             Feature::UprobeSession => self.uprobe_session,
             Feature::UprobeMulti => self.uprobe_multi,
+            Feature::KprobeSession => self.kprobe_session,
         }
     }
 
@@ -158,6 +174,7 @@ impl Features {
             Feature::Atomics => self.atomics = on,
             Feature::UprobeSession => self.uprobe_session = on,
             Feature::UprobeMulti => self.uprobe_multi = on,
+            Feature::KprobeSession => self.kprobe_session = on,
         }
     }
 }

@@ -70,6 +70,7 @@ pub fn resolve_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Result<Mode
     match requested_mode(choice, kernel) {
         Mode::Fsession if !kernel.has_fsession() => Err(Error::NoFsession),
         Mode::FsessionMulti if !kernel.has_fsession_multi() => Err(Error::NoFsessionMulti),
+        Mode::KprobeSession if !kernel.features().kprobe_session => Err(Error::NoKprobeSession),
         mode => Ok(mode),
     }
 }
@@ -81,6 +82,7 @@ fn requested_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Mode {
         ModeChoice::Fsession => Mode::Fsession,
         ModeChoice::Fentry => Mode::Fentry,
         ModeChoice::FsessionMulti => Mode::FsessionMulti,
+        ModeChoice::KprobeSession => Mode::KprobeSession,
         ModeChoice::Auto | ModeChoice::UprobeSession | ModeChoice::Uprobe
             if kernel.has_fsession_multi() =>
         {
@@ -154,6 +156,16 @@ pub fn compile_script(
 ) -> Result<(Program, String), Error> {
     let (program, c) =
         crate::compile_with(text, kernel, mode, opts).map_err(script_error(name, text))?;
+    if mode == Mode::KprobeSession {
+        for s in &program.sessions {
+            if s.span.is_none() && s.user.is_none() && mode.of_session(s) != mode {
+                let note = Note::StackArgument {
+                    session: s.label.clone(),
+                };
+                crate::stderr_line!("fslat: note: {note}");
+            }
+        }
+    }
     Ok((program, c))
 }
 
