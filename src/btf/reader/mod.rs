@@ -861,6 +861,13 @@ impl KernelTypes for Btf {
         })
     }
 
+    fn preemption(&self) -> Option<crate::btf::preemption::Preemption> {
+        self.origin
+            .as_deref()
+            .is_some_and(|p| p == Path::new(VMLINUX_PATH))
+            .then(crate::btf::preemption::running)
+    }
+
     fn describe(&self) -> String {
         match &self.origin {
             Some(p) if p == Path::new(VMLINUX_PATH) => match kernel_release() {
