@@ -136,9 +136,11 @@ impl Session {
     /// Whether it reads a parameter that some function of it takes on the stack (after
     /// the `REGISTER_ARGS` registers).
     pub fn reads_stack_argument(&self) -> bool {
-        self.targets
-            .iter()
-            .any(|t| t.slots.iter().any(|&slot| slot >= REGISTER_ARGS))
+        let read = self.params_read();
+        self.targets.iter().any(|t| {
+            read.iter()
+                .any(|&i| t.slots.get(i).is_some_and(|&slot| slot >= REGISTER_ARGS))
+        })
     }
 }
 
