@@ -10,6 +10,7 @@ export XDG_CACHE_HOME=/tmp/cache
 export PATH=$(echo "$PATH" | tr ':' '\n' | grep -v pyenv/shims | paste -sd:)
 fslat_row() { # LABEL MODE SCRIPT
     local label=$1 mode=$2 script=$3 i n
+    [[ "fslat $label" =~ ${ROWS:-.} ]] || return 0
     for i in $(seq "$RUNS"); do
         "$F" -v --mode "$mode" -c "$D/threads" -e "$script" >/tmp/f.out 2>/tmp/f.err
         # The one row of `count() by tgid`, else the summary's calls.
@@ -23,7 +24,12 @@ fslat_row "fentry, count() by tgid" fentry 'session vfs_read { count() by tgid }
 fslat_row "fsession-multi (vfs_read, vfs_readv), count() by tgid" fsession-multi 'session vfs_read, vfs_readv { count() by tgid }'
 fslat_row "fsession, empty program (summary calls)" fsession 'session vfs_read { }'
 fslat_row "fentry, empty program (summary calls)" fentry 'session vfs_read { }'
+fslat_row "kprobe-session, count() by tgid" kprobe-session 'session vfs_read { count() by tgid }'
+fslat_row "kprobe-session (vfs_read, vfs_readv), count() by tgid" kprobe-session 'session vfs_read, vfs_readv { count() by tgid }'
+fslat_row "kprobe-session, empty program (summary calls)" kprobe-session 'session vfs_read { }'
+fslat_row "auto (the default), count() by tgid" auto 'session vfs_read { count() by tgid }'
 for kind in "ksession" "kentry kreturn" "fentry fexit" "fentry_np fexit_np"; do
+    [[ "C $kind" =~ ${ROWS:-.} ]] || continue
     for i in $(seq "$RUNS"); do
         "$D/kloader" "$D/kcount.bpf.o" $kind >/tmp/k.out 2>/tmp/k.err &
         pid=$!

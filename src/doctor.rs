@@ -101,6 +101,7 @@ fn checks() -> Vec<Check> {
     checks.push(fsession_check(btf.as_ref(), privileged));
     if let Some(b) = &btf {
         checks.extend(feature_checks(&b.features()));
+        checks.push(preemption_check(&b.features()));
     }
     checks.push(clang());
     checks.push(cache());
@@ -375,6 +376,27 @@ fn feature_checks(features: &Features) -> Vec<Check> {
             }
         })
         .collect()
+}
+
+/// The scheduler's preemption model, and the mode auto takes for it
+/// (btf/preemption.rs): informational, fslat works either way.
+fn preemption_check(features: &Features) -> Check {
+    let p = crate::btf::preemption::running();
+    let what = match (p.model.preempts_programs(), features.kprobe_session) {
+        (true, true) => {
+            "a task can be preempted inside a trampoline's program, so auto runs kernel sessions as kprobe sessions (exact counts)"
+        }
+        (true, false) => {
+            "a task can be preempted inside a trampoline's program and the kernel has no kprobe sessions: the kernel may skip calls (missed= says how many)"
+        }
+        (false, _) => {
+            "no task is preempted inside a BPF program: auto runs kernel sessions on trampolines"
+        }
+    };
+    Check::ok(
+        "preemption",
+        format!("{} (from {}): {what}", p.model.name(), p.source),
+    )
 }
 
 fn fsession_check(btf: Option<&Btf>, privileged: bool) -> Check {

@@ -535,9 +535,11 @@ enum Feature {
     UprobeMulti,
     /// `BPF_FUNC_find_vma` (5.17): user frames resolved to files at capture.
     FindVma,
+    /// kprobe session programs (6.10: `BPF_TRACE_KPROBE_SESSION`).
+    KprobeSession,
 }
 
-const FEATURES: [(Feature, &str, &str); 8] = [
+const FEATURES: [(Feature, &str, &str); 9] = [
     (Feature::Fsession, "fsession", "BPF_TRACE_FSESSION"),
     (
         Feature::FsessionMulti,
@@ -562,6 +564,11 @@ const FEATURES: [(Feature, &str, &str); 8] = [
         "BPF_TRACE_UPROBE_MULTI",
     ),
     (Feature::FindVma, "find_vma", "BPF_FUNC_find_vma"),
+    (
+        Feature::KprobeSession,
+        "kprobe_session",
+        "BPF_TRACE_KPROBE_SESSION",
+    ),
 ];
 
 impl Feature {
@@ -587,8 +594,9 @@ fn expected_features(kernel: &str) -> Option<&'static [Feature]> {
             UprobeSession,
             UprobeMulti,
             FindVma,
+            KprobeSession,
         ],
-        "trixie" => &[BpfLoop, TaskStorage, Atomics, UprobeMulti, FindVma],
+        "trixie" => &[BpfLoop, TaskStorage, Atomics, UprobeMulti, FindVma, KprobeSession],
         "bookworm" => &[BpfLoop, TaskStorage, Atomics, FindVma],
         "bullseye" => &[],
         _ => return None,

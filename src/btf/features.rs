@@ -24,6 +24,9 @@ pub enum Feature {
     /// The `bpf_find_vma` helper (5.17): each user frame is resolved to its file and the
     /// offset in it when the stack is captured.
     FindVma,
+    /// kprobe session programs: one program at a kernel function's entry and return,
+    /// attached through a kprobe_multi link (Linux 6.10).
+    KprobeSession,
 }
 
 /// How a feature is named, which kernel brought it, what fslat uses it for and the BTF
@@ -39,7 +42,7 @@ pub struct FeatureInfo {
     pub btf_value: &'static str,
 }
 
-pub const FEATURES: [FeatureInfo; 7] = [
+pub const FEATURES: [FeatureInfo; 8] = [
     FeatureInfo {
         feature: Feature::Fsession,
         name: "fsession",
@@ -104,6 +107,15 @@ pub const FEATURES: [FeatureInfo; 7] = [
         btf_enum: "bpf_func_id",
         btf_value: "BPF_FUNC_find_vma",
     },
+    FeatureInfo {
+        feature: Feature::KprobeSession,
+        name: "kprobe_session",
+        since: "6.10",
+        used_for: "kernel sessions as kprobe session programs (mode kprobe-session): exact counts on a preemptible kernel",
+        without: "kernel sessions run on BPF trampolines (fsession or fentry)",
+        btf_enum: "bpf_attach_type",
+        btf_value: "BPF_TRACE_KPROBE_SESSION",
+    },
 ];
 
 impl Feature {
@@ -126,6 +138,8 @@ pub struct Features {
     pub uprobe_multi: bool,
     #[serde(default)]
     pub find_vma: bool,
+    #[serde(default)]
+    pub kprobe_session: bool,
 }
 
 impl Features {
@@ -139,6 +153,7 @@ impl Features {
             uprobe_session: true,
             uprobe_multi: true,
             find_vma: true,
+            kprobe_session: true,
         }
     }
 
@@ -163,6 +178,7 @@ impl Features {
             Feature::UprobeSession => self.uprobe_session,
             Feature::UprobeMulti => self.uprobe_multi,
             Feature::FindVma => self.find_vma,
+            Feature::KprobeSession => self.kprobe_session,
         }
     }
 
@@ -175,6 +191,7 @@ impl Features {
             Feature::UprobeSession => self.uprobe_session = on,
             Feature::UprobeMulti => self.uprobe_multi = on,
             Feature::FindVma => self.find_vma = on,
+            Feature::KprobeSession => self.kprobe_session = on,
         }
     }
 }

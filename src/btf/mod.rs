@@ -4,6 +4,7 @@
 
 mod features;
 mod fixture;
+pub mod preemption;
 mod reader;
 
 pub use features::{FEATURES, Feature, FeatureInfo, Features};
@@ -102,6 +103,11 @@ pub trait KernelTypes {
     /// What this kernel's BPF can do (decided from its BTF, see `features`).
     fn features(&self) -> Features {
         Features::all()
+    }
+    /// How the kernel these types describe preempts kernel code (`None`: not known, as
+    /// for another kernel's BTF file): whether its BPF trampolines skip calls.
+    fn preemption(&self) -> Option<preemption::Preemption> {
+        None
     }
     /// The kernel these types describe, for messages: "Linux 6.1.0-57-cloud-amd64", or the
     /// BTF file given with --btf.

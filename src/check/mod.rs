@@ -26,6 +26,8 @@ mod scratch;
 mod spans;
 mod user;
 
+pub use user::carry_params_to_return;
+
 pub use builtins::builtin_names;
 pub use calls::CALLS;
 pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};

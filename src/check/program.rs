@@ -136,6 +136,27 @@ impl Session {
         self.return_filter.iter().chain(event).chain(aggs)
     }
 
+    /// The indices into `params` of the parameters its expressions read (at entry or
+    /// return, `entry()` values included).
+    pub fn params_read(&self) -> Vec<usize> {
+        let mut read = Vec::new();
+        let all = self
+            .entry_filter
+            .iter()
+            .chain(&self.entry_values)
+            .chain(self.return_exprs());
+        for e in all {
+            e.visit(&mut |x| {
+                if let ExprKind::Param(i) = x.kind
+                    && !read.contains(&i)
+                {
+                    read.push(i);
+                }
+            });
+        }
+        read
+    }
+
     /// Whether anything needs the call's entry beyond what its return can see (the
     /// parameters, which a return program reads from the same saved registers): the
     /// entry time (`latency`, `ts`) or values saved with `entry()`. A session that needs

@@ -34,9 +34,27 @@ pub enum Mode {
     /// A user-space session as a uprobe and a uretprobe program per function (any
     /// kernel), sharing a per-task stack of calls in flight.
     Uprobe,
+    /// A kernel session as one kprobe session program at entry and return, attached to
+    /// all its functions through one kprobe_multi link in session mode (Linux 6.10). A
+    /// kprobe handler runs with preemption off, so no call is skipped for another's
+    /// preempted program (docs/performance.md, issue 30).
+    KprobeSession,
 }
 
 impl Mode {
+    /// Every mode, in one list: what builds objects for each mode walks it.
+    pub const ALL: [Mode; 9] = [
+        Mode::Fsession,
+        Mode::Fentry,
+        Mode::FsessionMulti,
+        Mode::Fexit,
+        Mode::FexitMulti,
+        Mode::UprobeSession,
+        Mode::UprobeMulti,
+        Mode::Uprobe,
+        Mode::KprobeSession,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Mode::Fsession => "fsession",
@@ -47,7 +65,15 @@ impl Mode {
             Mode::UprobeSession => "uprobe-session",
             // One mode to the user: the same pair of programs, attached either way.
             Mode::UprobeMulti | Mode::Uprobe => "uprobe",
+            Mode::KprobeSession => "kprobe-session",
         }
+    }
+
+    /// Whether its programs take a `pt_regs` context (kprobes, uprobes): arguments and
+    /// the return value are read from registers, and what the return phase needs of the
+    /// arguments is saved at entry.
+    pub fn reads_registers(self) -> bool {
+        self.is_user() || self == Mode::KprobeSession
     }
 
     /// Whether this is how user-space sessions run.
@@ -88,11 +114,33 @@ impl Mode {
         }
         let multi = self == Mode::FsessionMulti && s.several;
         match self {
+            // Return-only sessions stay kprobe sessions: an fexit trampoline would skip
+            // calls as fsession does.
+            // A kprobe reads arguments from registers: one passed on the stack needs
+            // the trampoline, which has them all.
+            Mode::KprobeSession if s.reads_stack_argument() => Mode::Fentry,
+            Mode::KprobeSession => Mode::KprobeSession,
             _ if !s.needs_entry() && multi => Mode::FexitMulti,
             _ if !s.needs_entry() => Mode::Fexit,
             Mode::FsessionMulti if !s.several => Mode::Fsession,
             m => m,
         }
+    }
+}
+
+/// Arguments passed in registers (x86-64: rdi, rsi, rdx, rcx, r8, r9); a kprobe or
+/// uprobe reads no others.
+pub const REGISTER_ARGS: usize = 6;
+
+impl Session {
+    /// Whether it reads a parameter that some function of it takes on the stack (after
+    /// the `REGISTER_ARGS` registers).
+    pub fn reads_stack_argument(&self) -> bool {
+        let read = self.params_read();
+        self.targets.iter().any(|t| {
+            read.iter()
+                .any(|&i| t.slots.get(i).is_some_and(|&slot| slot >= REGISTER_ARGS))
+        })
     }
 }
 

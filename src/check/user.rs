@@ -104,8 +104,19 @@ impl Checker<'_> {
 /// the function itself on top). A uretprobe runs after the function returned: its
 /// registers are the caller's.
 pub(super) fn carry_to_return(session: &mut Session) {
+    carry(session, true);
+}
+
+/// The same for a kprobe session of kernel functions: its argument registers are the
+/// callee's scratch at return. Its user stack is the same at entry and return (the task
+/// is in the kernel), so it stays at return, where only matching calls take it.
+pub fn carry_params_to_return(session: &mut Session) {
+    carry(session, false);
+}
+
+fn carry(session: &mut Session, ustack: bool) {
     let mut saved = std::mem::take(&mut session.entry_values);
-    let mut carry = |e: &mut Expr| carry_expr(e, &mut saved);
+    let mut carry = |e: &mut Expr| carry_expr(e, &mut saved, ustack);
     if let Some(f) = &mut session.return_filter {
         carry(f);
     }
@@ -125,11 +136,12 @@ pub(super) fn carry_to_return(session: &mut Session) {
     session.entry_values = saved;
 }
 
-fn carry_expr(e: &mut Expr, saved: &mut Vec<Expr>) {
-    let from_entry = matches!(
-        e.kind,
-        ExprKind::Param(_) | ExprKind::Builtin(Builtin::Ustack)
-    );
+fn carry_expr(e: &mut Expr, saved: &mut Vec<Expr>, ustack: bool) {
+    let from_entry = match e.kind {
+        ExprKind::Param(_) => true,
+        ExprKind::Builtin(Builtin::Ustack) => ustack,
+        _ => false,
+    };
     if from_entry {
         let i = match saved.iter().position(|s| s == e) {
             Some(i) => i,
@@ -142,6 +154,6 @@ fn carry_expr(e: &mut Expr, saved: &mut Vec<Expr>) {
         return;
     }
     for c in e.children_mut() {
-        carry_expr(c, saved);
+        carry_expr(c, saved, ustack);
     }
 }

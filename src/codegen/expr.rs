@@ -9,7 +9,7 @@ use crate::aggregate::{CValue, Start};
 use crate::check::builtins::{self, C};
 use crate::check::counters::{self, Counter};
 use crate::check::program::*;
-use crate::check::resources::{COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP};
+use crate::check::resources::{COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP, REGISTER_ARGS};
 use crate::syntax::ast::{BinOp, UnOp};
 use std::collections::{HashMap, HashSet};
 
@@ -24,6 +24,8 @@ pub struct Phase<'p> {
     /// One program for all the session's functions: values come through the
     /// trampoline's helpers and per-function tables indexed by `fslat_fn`.
     multi: bool,
+    /// A `pt_regs` context (kprobes, uprobes): arguments and `ret` are registers.
+    regs: bool,
     /// String buffers already filled in this phase, by the expression they hold: each
     /// string (`comm`, a field) is read once per phase, however often it is compared.
     strings: HashMap<String, String>,
@@ -49,12 +51,12 @@ const SCRATCH_FROM: u32 = 64;
 /// Bytes of small strings (`comm`) a phase keeps on the stack; more go to the scratch map.
 const STACK_STRINGS: u32 = 128;
 
-/// The x86-64 registers of a user-space function's integer arguments (`arg0`..`arg5`),
-/// as `struct fslat_regs` (fslat.bpf.h) names them.
-const ARG_REGISTERS: [&str; 6] = ["di", "si", "dx", "cx", "r8", "r9"];
+/// The x86-64 registers of a function's integer arguments (`arg0`..`arg5`), as
+/// `struct fslat_regs` (fslat.bpf.h) names them.
+const ARG_REGISTERS: [&str; REGISTER_ARGS] = ["di", "si", "dx", "cx", "r8", "r9"];
 
-/// A user register of a uprobe program's context.
-pub fn user_register(name: &str) -> String {
+/// A register of a kprobe or uprobe program's context.
+pub fn register(name: &str) -> String {
     format!("((struct fslat_regs *)ctx)->{name}")
 }
 
@@ -69,12 +71,14 @@ impl<'p> Phase<'p> {
         target: &'p Target,
         at_return: bool,
         multi: bool,
+        regs: bool,
         scratch: Scratch,
     ) -> Self {
         Phase {
             session,
             target,
             multi,
+            regs,
             at_return,
             lines: Vec::new(),
             declared: HashSet::new(),
@@ -139,8 +143,8 @@ impl<'p> Phase<'p> {
             Some(s) => c_int(u32::from(s.size), s.signed),
             None => "__u64",
         };
-        if self.session.user.is_some() {
-            let rax = user_register("ax");
+        if self.regs {
+            let rax = register("ax");
             return self.declare("fslat_ret", || format!("{ty} fslat_ret = ({ty}){rax};"));
         }
         if self.multi {
@@ -155,8 +159,8 @@ impl<'p> Phase<'p> {
 
     /// Multi-attach: the return register as a `__u64`, whatever the function returns.
     pub fn ret_raw(&mut self) -> String {
-        if self.session.user.is_some() {
-            let rax = user_register("ax");
+        if self.regs {
+            let rax = register("ax");
             return self.declare("fslat_ret_raw", || format!("__u64 fslat_ret_raw = {rax};"));
         }
         self.declare("fslat_ret_raw", || {
@@ -173,8 +177,8 @@ impl<'p> Phase<'p> {
         };
         let slot = self.target.slots[i];
         let name = format!("fslat_arg{i}");
-        if self.session.user.is_some() {
-            let reg = user_register(ARG_REGISTERS[slot.min(ARG_REGISTERS.len() - 1)]);
+        if self.regs {
+            let reg = register(ARG_REGISTERS[slot.min(ARG_REGISTERS.len() - 1)]);
             return self.declare(&name, || format!("{ty} {name} = ({ty}){reg};"));
         }
         if self.multi {

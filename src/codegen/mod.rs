@@ -312,6 +312,17 @@ const KERNEL_CALL: CallKey = CallKey {
     at_return: "(__u64)ctx",
 };
 
+/// A kprobe session's call: the address of its session cookie, which the kernel keeps
+/// per call (on the task's function-graph return stack) from entry to return. The
+/// context pointer would not do: kprobe_multi programs get a per-CPU copy of the
+/// registers.
+const KPROBE_CALL: CallKey = CallKey {
+    ty: "__u64",
+    about: "the address of the call's session cookie (the same at entry and return of one call, distinct between calls in flight)",
+    at_entry: "(__u64)fslat_cookie",
+    at_return: "(__u64)fslat_cookie",
+};
+
 /// A user call: its thread and stack pointer (8 bytes higher at return, once `ret`
 /// popped the return address).
 const USER_CALL: CallKey = CallKey {
@@ -347,16 +358,19 @@ impl ProgShape {
             call_at_return: "(const void *)(ctx->sp - 8)",
         };
         let user = mode.is_user();
+        let regs = mode.reads_registers();
         ProgShape {
             section: match mode {
                 Mode::Fsession => format!("fsession/{func}"),
                 Mode::Fexit => format!("fexit/{func}"),
                 Mode::FsessionMulti | Mode::FexitMulti => resources::MULTI_SECTION.into(),
+                // libbpf would attach it by a pattern; the runtime attaches it by names.
+                Mode::KprobeSession => "kprobe.session".into(),
                 _ => "uprobe.session".into(),
             },
-            ctx_decl: if user { USER_CTX } else { KERNEL_CTX },
-            // A uprobe session's entry returning 1 skips the return.
-            session_reject: if user {
+            ctx_decl: if regs { USER_CTX } else { KERNEL_CTX },
+            // A kprobe or uprobe session's entry returning 1 skips the return.
+            session_reject: if regs {
                 "return 1;"
             } else {
                 "*fslat_cookie = 0;"
@@ -367,7 +381,11 @@ impl ProgShape {
                 Mode::Uprobe => Some(user_pair(false)),
                 _ => None,
             },
-            call_key: if user { USER_CALL } else { KERNEL_CALL },
+            call_key: match mode {
+                Mode::KprobeSession => KPROBE_CALL,
+                _ if user => USER_CALL,
+                _ => KERNEL_CALL,
+            },
         }
     }
 }
@@ -392,6 +410,13 @@ struct MultiData {
 
 /// The BPF C for `program` in `mode`.
 pub fn generate(program: &Program, mode: Mode) -> String {
+    let registers;
+    let program = if mode == Mode::KprobeSession {
+        registers = with_params_saved(program, mode);
+        &registers
+    } else {
+        program
+    };
     let aggregations = || program.sessions.iter().flat_map(|s| &s.aggregations);
     let data = ProgramData {
         version: env!("CARGO_PKG_VERSION"),
@@ -494,7 +519,8 @@ pub fn generate(program: &Program, mode: Mode) -> String {
                 m @ (Mode::FsessionMulti
                 | Mode::FexitMulti
                 | Mode::UprobeSession
-                | Mode::UprobeMulti) => {
+                | Mode::UprobeMulti
+                | Mode::KprobeSession) => {
                     vec![multi_session_data(s, m)]
                 }
                 m => s
@@ -509,6 +535,18 @@ pub fn generate(program: &Program, mode: Mode) -> String {
     TEMPLATES
         .render("program", &data)
         .expect("the template data always has every field the templates use")
+}
+
+/// `program` with what each kprobe session's return phase reads of the arguments saved
+/// at entry: at return the argument registers hold whatever the function left there.
+fn with_params_saved(program: &Program, mode: Mode) -> Program {
+    let mut p = program.clone();
+    for s in &mut p.sessions {
+        if s.user.is_none() && mode.of_session(s) == Mode::KprobeSession {
+            crate::check::carry_params_to_return(s);
+        }
+    }
+    p
 }
 
 pub fn field_member(i: usize) -> String {
@@ -656,6 +694,7 @@ fn multi_session_data(s: &Session, mode: Mode) -> SessionData {
             Mode::FsessionMulti => "fsession multi-attach",
             Mode::FexitMulti => "fexit multi-attach",
             Mode::UprobeSession => "a uprobe_multi link in session mode",
+            Mode::KprobeSession => "a kprobe_multi link in session mode",
             _ => "a uprobe_multi link for each program",
         },
         tables,
@@ -702,8 +741,9 @@ fn phases_data(
     };
     // A call given up at a session program's entry must leave the cookie saying so.
     let reject = if fsession { "*fslat_cookie = 0; " } else { "" };
-    let mut entry = Phase::new(s, target, false, multi, scratch(reject));
-    let mut ret = Phase::new(s, target, true, multi, scratch(""));
+    let regs = mode.reads_registers();
+    let mut entry = Phase::new(s, target, false, multi, regs, scratch(reject));
+    let mut ret = Phase::new(s, target, true, multi, regs, scratch(""));
     // At return only, the entry filter is the return phase's first lines: what it reads
     // (`pid_tgid`, a parameter) is then read once for the whole program.
     let filter_phase = if exit_only { &mut ret } else { &mut entry };
@@ -785,12 +825,12 @@ fn span_data(s: &Session) -> SessionData {
         reject,
         used: 0,
     };
-    let mut start = Phase::new(s, target, false, false, scratch(""));
+    let mut start = Phase::new(s, target, false, false, false, scratch(""));
     let start_filter = points.start_filter.as_ref().map(|f| start.expr(f));
     let start_key = start.expr(&points.start_key);
     let start_lines = start.take_lines();
     let start_values = saves(&mut start, s, "fslat_v.ev");
-    let mut end = Phase::new(s, target, false, false, scratch(""));
+    let mut end = Phase::new(s, target, false, false, false, scratch(""));
     let end_key = end.expr(&points.end_key);
     data.entry_time_early = start.uses_start();
     data.scratch = data

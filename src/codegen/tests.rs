@@ -154,3 +154,36 @@ fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
         );
     }
 }
+
+/// kprobe-session mode: one `kprobe.session` program per session, for one function or
+/// several (the link's cookie picks the function); parameters from the argument
+/// registers at entry, those the return reads saved under the call's cookie address,
+/// `ret` from the return register, and no trampoline helper. clang accepts it.
+#[test]
+fn kprobe_sessions_read_registers_and_compile() {
+    let script = "session vfs_read where count > 0 { emit count, ret, latency; count() by count }\nsession vfs_read, vfs_write where func != \"vfs_write\" { emit func, ret; count() by func }\nsession vfs_read { count() }";
+    let c = c_of(script, Mode::KprobeSession);
+    assert_eq!(c.matches("SEC(\"kprobe.session\")").count(), 3, "{c}");
+    // `count` is the third argument: rdx, read at entry only.
+    assert_eq!(
+        c.matches("__u64 fslat_arg2 = (__u64)((struct fslat_regs *)ctx)->dx;")
+            .count(),
+        1,
+        "{c}"
+    );
+    assert!(c.contains("__u64 fslat_call = (__u64)fslat_cookie;"), "{c}");
+    assert!(c.contains("((__u64)fslat_ev[0])"), "{c}");
+    assert!(c.contains("(__s64)((struct fslat_regs *)ctx)->ax"), "{c}");
+    assert!(
+        !c.contains("bpf_get_func_arg") && !c.contains("bpf_get_func_ret"),
+        "{c}"
+    );
+    assert!(!c.contains("ctx["), "{c}");
+    // Return-only sessions stay kprobe sessions (an fexit trampoline would skip calls).
+    assert!(!c.contains("SEC(\"fexit"), "{c}");
+    let clang = crate::build::find_clang(None).expect("clang");
+    let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    if let Err(e) = compiler.compile(&c) {
+        panic!("{e}\n{c}");
+    }
+}

@@ -54,6 +54,10 @@ pub enum Error {
     )]
     NoUprobeSession,
     #[error(
+        "--mode kprobe-session: this kernel has no kprobe session programs (BPF_TRACE_KPROBE_SESSION arrived in Linux 6.10).\n  Use --mode fsession or fentry, or leave --mode at auto."
+    )]
+    NoKprobeSession,
+    #[error(
         "--emit obj writes a binary object: give -o FILE (or redirect standard output away from the terminal)"
     )]
     ObjectToTerminal,
@@ -154,6 +158,9 @@ impl From<BuildError> for Error {
 pub enum Note {
     /// `--emit` in a mode this kernel cannot load.
     CannotLoadHere(Mode),
+    /// In kprobe-session mode, a session that reads an argument passed on the stack
+    /// runs on its trampolines.
+    StackArgument { session: String },
 }
 
 impl std::fmt::Display for Note {
@@ -162,6 +169,7 @@ impl std::fmt::Display for Note {
             Note::CannotLoadHere(mode) => {
                 let since = match mode {
                     Mode::FsessionMulti => "BPF_TRACE_FSESSION_MULTI arrived in Linux 7.2",
+                    Mode::KprobeSession => "BPF_TRACE_KPROBE_SESSION arrived in Linux 6.10",
                     _ => "fsession arrived in Linux 7.0",
                 };
                 write!(
@@ -170,6 +178,10 @@ impl std::fmt::Display for Note {
                     mode.name()
                 )
             }
+            Note::StackArgument { session } => write!(
+                f,
+                "session {session} reads a parameter passed on the stack, which a kprobe cannot see: it runs as an fentry/fexit pair (mode=fentry), where the kernel may skip calls"
+            ),
         }
     }
 }

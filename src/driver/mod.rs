@@ -71,8 +71,18 @@ pub fn resolve_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Result<Mode
     match requested_mode(choice, kernel) {
         Mode::Fsession if !kernel.has_fsession() => Err(Error::NoFsession),
         Mode::FsessionMulti if !kernel.has_fsession_multi() => Err(Error::NoFsessionMulti),
+        Mode::KprobeSession if !kernel.features().kprobe_session => Err(Error::NoKprobeSession),
         mode => Ok(mode),
     }
+}
+
+/// Whether auto picks kprobe sessions: on a kernel that has them and may preempt a task
+/// inside a BPF program, where the trampoline modes skip calls (btf/preemption.rs).
+fn prefers_kprobes(kernel: &dyn KernelTypes) -> bool {
+    kernel.features().kprobe_session
+        && kernel
+            .preemption()
+            .is_some_and(|p| p.model.preempts_programs())
 }
 
 /// The mode `choice` names, or for auto the best the kernel has; it may be one the kernel
@@ -82,6 +92,12 @@ fn requested_mode(choice: ModeChoice, kernel: &dyn KernelTypes) -> Mode {
         ModeChoice::Fsession => Mode::Fsession,
         ModeChoice::Fentry => Mode::Fentry,
         ModeChoice::FsessionMulti => Mode::FsessionMulti,
+        ModeChoice::KprobeSession => Mode::KprobeSession,
+        ModeChoice::Auto | ModeChoice::UprobeSession | ModeChoice::Uprobe
+            if prefers_kprobes(kernel) =>
+        {
+            Mode::KprobeSession
+        }
         ModeChoice::Auto | ModeChoice::UprobeSession | ModeChoice::Uprobe
             if kernel.has_fsession_multi() =>
         {
@@ -155,6 +171,16 @@ pub fn compile_script(
 ) -> Result<(Program, String), Error> {
     let (program, c) =
         crate::compile_with(text, kernel, mode, opts).map_err(script_error(name, text))?;
+    if mode == Mode::KprobeSession {
+        for s in &program.sessions {
+            if s.span.is_none() && s.user.is_none() && mode.of_session(s) != mode {
+                let note = Note::StackArgument {
+                    session: s.label.clone(),
+                };
+                crate::stderr_line!("fslat: note: {note}");
+            }
+        }
+    }
     Ok((program, c))
 }
 
@@ -350,4 +376,52 @@ pub fn write_output(path: Option<&PathBuf>, bytes: &[u8]) -> Result<(), Error> {
         path: path.map_or("standard output".into(), |p| p.display().to_string()),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::btf::preemption::Model;
+    use crate::btf::{Features, Fixture};
+
+    /// auto takes kprobe sessions exactly where the kernel has them and may preempt a
+    /// program; an explicit mode is kept, and refused where the kernel lacks it.
+    #[test]
+    fn auto_takes_kprobe_sessions_on_a_preemptible_kernel() {
+        let auto = |k: &Fixture| resolve_mode(ModeChoice::Auto, k).ok();
+        assert_eq!(
+            auto(&Fixture::new().preempting(Model::Lazy)),
+            Some(Mode::KprobeSession)
+        );
+        assert_eq!(
+            auto(&Fixture::new().preempting(Model::Full)),
+            Some(Mode::KprobeSession)
+        );
+        assert_eq!(
+            auto(&Fixture::new().preempting(Model::Voluntary)),
+            Some(Mode::Fsession)
+        );
+        // Another kernel's BTF: its scheduler is not known.
+        assert_eq!(auto(&Fixture::new()), Some(Mode::Fsession));
+        let no_kprobe_session = Features {
+            kprobe_session: false,
+            fsession: false,
+            ..Features::all()
+        };
+        let old = Fixture::with_features(no_kprobe_session).preempting(Model::Full);
+        assert_eq!(auto(&old), Some(Mode::Fentry));
+        assert!(matches!(
+            resolve_mode(ModeChoice::KprobeSession, &old),
+            Err(Error::NoKprobeSession)
+        ));
+        let lazy = Fixture::new().preempting(Model::Lazy);
+        assert_eq!(
+            resolve_mode(ModeChoice::Fsession, &lazy).ok(),
+            Some(Mode::Fsession)
+        );
+        assert_eq!(
+            resolve_mode(ModeChoice::KprobeSession, &Fixture::new()).ok(),
+            Some(Mode::KprobeSession)
+        );
+    }
 }

@@ -75,6 +75,9 @@ pub enum ModeChoice {
     UprobeSession,
     /// user-space sessions as a uprobe and a uretprobe program each
     Uprobe,
+    /// kernel sessions as one kprobe session program each (Linux 6.10; exact counts
+    /// on a preemptible kernel)
+    KprobeSession,
 }
 
 impl ModeChoice {
@@ -87,6 +90,7 @@ impl ModeChoice {
             ModeChoice::FsessionMulti => "fsession-multi",
             ModeChoice::UprobeSession => "uprobe-session",
             ModeChoice::Uprobe => "uprobe",
+            ModeChoice::KprobeSession => "kprobe-session",
         }
     }
 }

@@ -44,6 +44,10 @@ pub enum RuntimeError {
         "cannot attach the session {session} to its functions through one multi-attach link: {reason}\n  Run it with --mode fsession (one program per function)."
     )]
     MultiAttach { session: String, reason: String },
+    #[error(
+        "cannot attach the session {session} as a kprobe session (a kprobe_multi link): {reason}\n  A function kprobes refuse can still be traced on its trampoline: run with --mode fsession (or fentry)."
+    )]
+    KprobeAttach { session: String, reason: String },
     #[error("cannot attach the user-space session {session} to `{path}`: {reason}\n  {hint}")]
     UserAttach {
         session: String,

@@ -143,6 +143,7 @@ pub fn run(
         if let Some(s) = found
             .filter(|p| p.role == ProgRole::Multi && !user)
             .and_then(|p| program.sessions.get(p.session))
+            .filter(|s| settings.mode.of_session(s) != Mode::KprobeSession)
         {
             let failed = |reason: String| RuntimeError::MultiAttach {
                 session: s.label.clone(),
@@ -188,6 +189,21 @@ pub fn run(
                     p.target,
                     settings.target_tgid,
                 )?);
+                continue;
+            }
+            if let Some(s) = found
+                .filter(|p| p.role == ProgRole::Multi)
+                .and_then(|p| program.sessions.get(p.session))
+                .filter(|s| settings.mode.of_session(s) == Mode::KprobeSession)
+            {
+                let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
+                let cookies: Vec<u64> = (0..funcs.len() as u64).collect();
+                let link = crate::sys::bpf::attach_kprobe_session(&prog, &funcs, &cookies)
+                    .map_err(|e| RuntimeError::KprobeAttach {
+                        session: s.label.clone(),
+                        reason: e.to_string(),
+                    })?;
+                links.push(link);
                 continue;
             }
             if let Some(s) = found

@@ -8,7 +8,7 @@
 //! `link_create.tracing_multi = { ids, cookies, cnt }`, one BTF function id and one cookie
 //! (`bpf_get_attach_cookie`) per function.
 
-use libbpf_rs::{AsRawLibbpf, OpenProgramMut};
+use libbpf_rs::{AsRawLibbpf, Link, OpenProgramMut, ProgramMut};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -289,6 +289,44 @@ pub fn small_map() -> io::Result<OwnedFd> {
     }
     // SAFETY: a new fd that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Attaches the kprobe session program `prog` (`SEC("kprobe.session")`) to the kernel
+/// functions `symbols` through one kprobe_multi link in session mode, function
+/// `symbols[i]` with cookie `cookies[i]` (`bpf_get_attach_cookie`).
+pub fn attach_kprobe_session(
+    prog: &ProgramMut<'_>,
+    symbols: &[String],
+    cookies: &[u64],
+) -> io::Result<Link> {
+    assert_eq!(symbols.len(), cookies.len(), "one cookie per function");
+    let names: Vec<CString> = symbols
+        .iter()
+        .map(|s| CString::new(s.as_str()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput)))
+        .collect::<io::Result<_>>()?;
+    let mut ptrs: Vec<*const std::os::raw::c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    let opts = libbpf_sys::bpf_kprobe_multi_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_kprobe_multi_opts>() as _,
+        syms: ptrs.as_mut_ptr(),
+        cookies: cookies.as_ptr(),
+        cnt: symbols.len() as _,
+        session: true,
+        ..Default::default()
+    };
+    // SAFETY: `prog` is a loaded program; `opts` and the arrays it points to (the names,
+    // their pointers, the cookies) outlive the call, which only reads them.
+    let link = unsafe {
+        libbpf_sys::bpf_program__attach_kprobe_multi_opts(
+            prog.as_libbpf_object().as_ptr(),
+            std::ptr::null(),
+            &opts,
+        )
+    };
+    match std::ptr::NonNull::new(link) {
+        // SAFETY: libbpf returned a new link that nothing else owns.
+        Some(link) => Ok(unsafe { Link::from_ptr(link) }),
+        None => Err(io::Error::last_os_error()),
+    }
 }
 
 #[cfg(test)]

@@ -872,6 +872,13 @@ impl KernelTypes for Btf {
         self.features_and_multi().0
     }
 
+    fn preemption(&self) -> Option<crate::btf::preemption::Preemption> {
+        self.origin
+            .as_deref()
+            .is_some_and(|p| p == Path::new(VMLINUX_PATH))
+            .then(crate::btf::preemption::running)
+    }
+
     fn describe(&self) -> String {
         match &self.origin {
             Some(p) if p == Path::new(VMLINUX_PATH) => match kernel_release() {
