@@ -116,6 +116,11 @@ impl<'p> Phase<'p> {
         std::mem::take(&mut self.lines)
     }
 
+    /// Whether the phase reads the clock now (`latency`, or `ts` at return).
+    pub fn reads_now(&self) -> bool {
+        self.declared.contains("fslat_now")
+    }
+
     /// Whether entry read the clock before its filter (the script uses `ts` there).
     pub fn uses_start(&self) -> bool {
         self.declared.contains("fslat_start")
@@ -264,8 +269,13 @@ impl<'p> Phase<'p> {
         })
     }
 
-    /// The clock now (in the return phase: the call's end).
+    /// The clock now (in the return phase: the call's end). A span's END reads it in its
+    /// template, as soon as it found the start, so `latency` leaves out its own work.
     fn now(&mut self) -> String {
+        if self.at_return && self.session.span.is_some() {
+            self.declared.insert("fslat_now".into());
+            return "fslat_now".into();
+        }
         self.declare("fslat_now", || {
             "__u64 fslat_now = bpf_ktime_get_ns();".into()
         })

@@ -251,6 +251,8 @@ struct SessionData {
     shape: ProgShape,
     /// A span's START program and END's key (its session's `entry_*` are END's filter).
     span: Option<SpanData>,
+    /// The return phase reads the clock (a span's END reads it in the template).
+    reads_now: bool,
 }
 
 #[derive(Serialize)]
@@ -799,6 +801,7 @@ fn phases_data(
         scratch,
         shape,
         span: None,
+        reads_now: ret.reads_now(),
     }
 }
 
