@@ -25,7 +25,7 @@ export XDG_CACHE_HOME=$T/cache
 
 SPAN='span __x64_sys_pread64(pid) -> vfs_read(pid) { hist(latency) }'
 BT='fentry:__x64_sys_pread64 { @s[tid] = nsecs; }
-fentry:vfs_read /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); @n = count(); }'
+fentry:vfs_read /@s[tid]/ { @h = hist((nsecs - @s[tid]) / 1000); delete(@s[tid]); @n = count(); }'
 
 mount_root "$ROOT"
 for f in "$FSLAT" "$(readlink -f "$(command -v clang)")" "$ROOT/usr/bin/bpftrace"; do cat "$f" >/dev/null; done
@@ -53,7 +53,7 @@ PC[none]=$(nones after)
 
 # What each saw in its last run: fslat's completed spans and histogram total, bpftrace's
 # @n and histogram total (each histogram line ends in `COUNT |...|`).
-hist_total() { grep -E '^ *[[(].*\) +[0-9]+ \|' "$1" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/ && $(i + 1) ~ /^\|/) s += $i } END { print s + 0 }'; }
+hist_total() { grep -E '^ *\[[^]]*[])] +[0-9]+ \|' "$1" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/ && $(i + 1) ~ /^\|/) s += $i } END { print s + 0 }'; }
 fs_log=$T/fslat.$REPS.log
 bt_log=$T/bpftrace.$REPS.log
 fs_done=$(grep -oE 'completed=[0-9]+' "$fs_log" | cut -d= -f2)
@@ -77,13 +77,23 @@ echo
 echo "Counts in the last run: fslat completed $fs_done spans, its histogram holds $(hist_total "$fs_log");"
 echo "bpftrace counted $bt_n, its histogram holds $(hist_total "$bt_log"). fslat's ledger: \`$fs_ledger\`."
 echo
-echo "The two histograms of the last run (fslat's buckets are powers of two of microseconds,"
-echo "bpftrace's of nanoseconds: 1K = 1024 ns):"
+# Buckets by their lower bound in microseconds: fslat prints `[16us, 32us)`, bpftrace
+# (of the latency divided by 1000) `[16, 32)`, `[1]`, `[1K, 2K)` (1K = 1024).
+buckets() { grep -E '^ *\[[^]]*[])] +[0-9]+ \|' "$1" | sed -E 's/^ *\[([0-9]+)(us|K|M)?[],)].* ([0-9]+) \|.*/\1 x\2 \3/' |
+    awk '{ m = ($2 == "xK") ? 1024 : ($2 == "xM") ? 1048576 : 1; if ($3 > 0) print $1 * m, $3 }'; }
+fs_buckets=$(buckets "$fs_log" | tr '\n' ' ')
+bt_buckets=$(buckets "$bt_log" | tr '\n' ' ')
+if [[ $fs_buckets == "$bt_buckets" ]]; then same=yes; else same=no; fi
+echo "Histograms of the last run, as (lower bound in µs, count) of each non-empty bucket:"
+echo "fslat \`$fs_buckets\`, bpftrace \`$bt_buckets\`: the same: **$same**. (Each run's"
+echo "latencies are its own: a span that took 999 ns in one run can take 1001 in the other.)"
+echo
+echo "The two histograms as printed (bpftrace's of the latency in microseconds, \`/ 1000\`):"
 echo
 echo '```'
-grep -E '^ *[[(].*\) +[0-9]+ \|' "$fs_log"
+grep -E '^ *\[[^]]*[])] +[0-9]+ \|' "$fs_log"
 echo "--- bpftrace"
-grep -E '^ *[[(].*\) +[0-9]+ \|' "$bt_log"
+grep -E '^ *\[[^]]*[])] +[0-9]+ \|' "$bt_log"
 echo '```'
 echo
 echo "@@FILE spans-fslat.log"

@@ -215,15 +215,7 @@ impl Checker<'_> {
                 .hint("`ret`, `latency`, `kstack`, `ustack` and `entry()` itself are known only at return");
             return Err(self.error_with(d));
         }
-        if !matches!(
-            v.ty,
-            Ty::Int(_)
-                | Ty::Bool
-                | Ty::Duration
-                | Ty::Ptr { .. }
-                | Ty::Formatted { .. }
-                | Ty::Str { .. }
-        ) {
+        if !savable(&v.ty) {
             return Err(self.error(
                 e.span.clone(),
                 DiagKind::BadArgType {

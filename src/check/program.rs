@@ -62,6 +62,20 @@ pub struct Session {
     pub span: Option<SpanPoints>,
 }
 
+/// Whether a value can be saved at entry (`entry()`, `start.NAME`) for later: scalars,
+/// pointers and strings; not structs or stacks.
+pub fn savable(ty: &Ty) -> bool {
+    matches!(
+        ty,
+        Ty::Int(_)
+            | Ty::Bool
+            | Ty::Duration
+            | Ty::Ptr { .. }
+            | Ty::Formatted { .. }
+            | Ty::Str { .. }
+    )
+}
+
 /// The `__u64`s a value saved at entry (`entry()`, `start.NAME`) takes.
 pub fn saved_words(ty: &Ty) -> usize {
     match ty {

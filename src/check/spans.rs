@@ -211,15 +211,7 @@ impl Checker<'_> {
     }
 
     fn saved_at_start(&mut self, v: Expr, written: &ast::Expr) -> Checked<Expr> {
-        if !matches!(
-            v.ty,
-            Ty::Int(_)
-                | Ty::Bool
-                | Ty::Duration
-                | Ty::Ptr { .. }
-                | Ty::Formatted { .. }
-                | Ty::Str { .. }
-        ) {
+        if !savable(&v.ty) {
             return Err(self.error(
                 written.span.clone(),
                 DiagKind::SpanStartValue {
