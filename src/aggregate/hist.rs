@@ -1,4 +1,4 @@
-//! `hist`: a power-of-two histogram (`struct fslat_hist`, fslat.bpf.h).
+//! `hist`: a power-of-two histogram (`struct fslat_hist`, fslat_agg.bpf.h).
 
 use super::values::{CStruct, HIST, read_slots};
 use super::{Aggregate, CValue, Help, MetricKind, Start, State};

@@ -1,5 +1,5 @@
 //! `lhist(x, min, max, step)`: a linear histogram, in its own `struct fslat_lhist_ID`
-//! (`c_decl`) of `Linear::slots()` slots and the sum; `fslat_lhist_add` (fslat.bpf.h)
+//! (`c_decl`) of `Linear::slots()` slots and the sum; `fslat_lhist_add` (fslat_agg.bpf.h)
 //! updates it.
 
 use super::values::{CStruct, read_slots};

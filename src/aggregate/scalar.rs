@@ -1,4 +1,4 @@
-//! The aggregations that keep a `struct fslat_stat` (fslat.bpf.h) and show one number of
+//! The aggregations that keep a `struct fslat_stat` (fslat_agg.bpf.h) and show one number of
 //! it: count, sum, min, max, avg. Each is a `Scalar` in its own module.
 
 use super::values::{CStruct, STAT, Stat};
@@ -14,7 +14,7 @@ pub struct Scalar {
     pub metric: MetricKind,
     /// The number a row shows.
     pub number: fn(&Stat) -> i64,
-    /// The fslat.bpf.h helper that adds a value: `fslat_stat_add` keeps all four
+    /// The fslat_agg.bpf.h helper that adds a value: `fslat_stat_add` keeps all four
     /// fields; `count` and `sum`/`avg` need fewer (`fslat_stat_count`, `fslat_stat_sum`).
     pub add: &'static str,
 }

@@ -1,6 +1,6 @@
 //! `stats(x)`: the count, average (rounded down) and total of the values, as bpftrace's
 //! `stats()`. It keeps a `struct fslat_stat` as count, sum, min, max and avg do, updated
-//! by `fslat_stat_add` (fslat.bpf.h); exported as a count and a sum.
+//! by `fslat_stat_add` (fslat_agg.bpf.h); exported as a count and a sum.
 
 use super::scalar::{self, stat};
 use super::values::CStruct;

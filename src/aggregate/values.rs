@@ -16,7 +16,7 @@ pub struct CStruct {
     pub fields: &'static [(&'static str, usize)],
 }
 
-/// `struct fslat_stat` (fslat.bpf.h): count, sum, min, max and avg keep one.
+/// `struct fslat_stat` (fslat_agg.bpf.h): count, sum, min, max and avg keep one.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stat {
@@ -48,7 +48,7 @@ impl Stat {
     }
 }
 
-/// `struct fslat_hist` (fslat.bpf.h); an `lhist`'s own struct has the same shape with
+/// `struct fslat_hist` (fslat_agg.bpf.h); an `lhist`'s own struct has the same shape with
 /// its number of slots.
 #[repr(C)]
 pub struct Hist {

@@ -15,6 +15,30 @@ use std::process::Command;
 pub const HEADERS: &[(&str, &str)] = &[
     ("fslat.bpf.h", include_str!("../../bpf-runtime/fslat.bpf.h")),
     (
+        "fslat_str.bpf.h",
+        include_str!("../../bpf-runtime/fslat_str.bpf.h"),
+    ),
+    (
+        "fslat_math.bpf.h",
+        include_str!("../../bpf-runtime/fslat_math.bpf.h"),
+    ),
+    (
+        "fslat_agg.bpf.h",
+        include_str!("../../bpf-runtime/fslat_agg.bpf.h"),
+    ),
+    (
+        "fslat_calls.bpf.h",
+        include_str!("../../bpf-runtime/fslat_calls.bpf.h"),
+    ),
+    (
+        "fslat_path.bpf.h",
+        include_str!("../../bpf-runtime/fslat_path.bpf.h"),
+    ),
+    (
+        "fslat_stacks.bpf.h",
+        include_str!("../../bpf-runtime/fslat_stacks.bpf.h"),
+    ),
+    (
         "fslat_pct.bpf.h",
         include_str!("../../bpf-runtime/fslat_pct.bpf.h"),
     ),

@@ -41,7 +41,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Longest string fslat reads from kernel memory, NUL included.
 pub const STRING_CAP: u32 = 64;
-/// Longest `path()`, NUL included (FSLAT_PATH_CAP in fslat.bpf.h).
+/// Longest `path()`, NUL included (FSLAT_PATH_CAP in fslat_path.bpf.h).
 pub const PATH_CAP: u32 = 128;
 const COMM_CAP: u32 = 16;
 const MAX_KEYS: usize = 4;

@@ -500,7 +500,7 @@ pub enum FieldKind {
         cap: u32,
     },
     Ptr,
-    /// A `u64` naming a stack in the program's stack map of that kind (fslat.bpf.h,
+    /// A `u64` naming a stack in the program's stack map of that kind (fslat_stacks.bpf.h,
     /// `fslat_stackid`, `fslat_ustackid`); read by `stacks::StackTable`.
     Stack(StackKind),
     /// `hex(x)`, `oct(x)`: an integer of this size, shown in that base.

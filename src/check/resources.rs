@@ -149,7 +149,7 @@ pub const EVENTS_MAP: &str = "fslat_events";
 /// Each session's counters: a per-CPU array of `struct fslat_counters` (`check::counters`),
 /// by session index.
 pub const COUNTERS_MAP: &str = "fslat_counters";
-/// The stack maps the ids of `kstack` and `ustack` values name (fslat.bpf.h).
+/// The stack maps the ids of `kstack` and `ustack` values name (fslat_stacks.bpf.h).
 pub const KSTACKS_MAP: &str = "fslat_kstacks";
 pub const USTACKS_MAP: &str = "fslat_ustacks";
 /// User stacks whose hash bucket in the first map holds another stack (short-lived
@@ -161,7 +161,7 @@ pub const USTACK_TGIDS_MAP: &str = "fslat_ustack_tgids";
 /// `path()`'s per-CPU buffer for walking a path (only the kernel side reads it).
 pub const PATH_SCRATCH_MAP: &str = "fslat_path_scratch";
 /// With `bpf_find_vma` (`Features::find_vma`), `ustack`'s frames resolved at capture
-/// (fslat.bpf.h, `fslat_ustack_files`): by the packed ustack key, `UFRAME_DEPTH` frames of
+/// (fslat_stacks.bpf.h, `fslat_ustack_files`): by the packed ustack key, `UFRAME_DEPTH` frames of
 /// `UFRAME_SIZE` bytes, each a `u32` file number (0: none) and the `u32` offset in it.
 pub const UFRAMES_MAP: &str = "fslat_uframes";
 /// The files those frames name: by file identity, a `u32` number and the path (a
@@ -181,7 +181,7 @@ pub const UFILES_ENTRIES: u32 = 4096;
 /// (fslat_pct.bpf.h).
 pub const INTERVAL_MAP: &str = "fslat_interval";
 /// The schema id of a ring buffer record that is not an event: `struct fslat_announce`
-/// (fslat.bpf.h), the `u32` tgid after it, a process whose user stacks must be symbolized.
+/// (fslat_stacks.bpf.h), the `u32` tgid after it, a process whose user stacks must be symbolized.
 pub const ANNOUNCE_ID: u32 = 0xffff_ffff;
 /// Where the announced tgid sits in the record.
 pub const ANNOUNCE_TGID_OFFSET: usize = 4;

@@ -95,7 +95,7 @@ pub struct AggPoint {
 pub enum PointValue {
     /// count, sum, min, max, avg: the one number asked for.
     Number(i64),
-    /// hist: slots as in fslat.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)), and
+    /// hist: slots as in fslat_agg.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)), and
     /// the sum of the values.
     Hist { slots: Vec<u64>, sum: i64 },
     /// percentiles: counts per bucket of `output::buckets::pct_range`, the values below

@@ -1,6 +1,6 @@
 //! Where histogram and percentile buckets begin and end, in the units of the value: one
 //! definition for the text and JSON writers and the metrics exporter, matching the slots
-//! `fslat.bpf.h` fills.
+//! `fslat_agg.bpf.h` and `fslat_pct.bpf.h` fill.
 
 use crate::check::program::Linear;
 
@@ -12,7 +12,7 @@ pub struct Range {
     pub hi: Option<u64>,
 }
 
-/// Slots of a `struct fslat_hist` (fslat.bpf.h); its sum follows them.
+/// Slots of a `struct fslat_hist` (fslat_agg.bpf.h); its sum follows them.
 pub const HIST_SLOTS: usize = 66;
 
 /// `hist` slot `i`: 0 negative values, 1 zero, `k + 1` `[2^(k-1), 2^k)`. For durations the
@@ -67,7 +67,7 @@ pub fn lhist_slot(i: usize, l: Linear) -> Range {
     }
 }
 
-/// `percentiles` layout (`FSLAT_PCT_*` in fslat.bpf.h): values below `PCT_SUB` have a
+/// `percentiles` layout (`FSLAT_PCT_*` in fslat_pct.bpf.h): values below `PCT_SUB` have a
 /// bucket each; above, every power of two `[2^k, 2^(k+1))` is cut into `PCT_SUB` equal
 /// parts. A bucket is then at most `1/PCT_SUB` of its lower bound wide.
 pub const PCT_SUB: u64 = 32;

@@ -118,7 +118,7 @@ pub enum AggValue {
     /// Several named numbers of one key, printed `name=value` (JSON `name`, `name_ns` for
     /// a duration): an aggregation that shows more than one figure.
     Fields(Vec<NamedNumber>),
-    /// hist: slots as in fslat.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)); lhist:
+    /// hist: slots as in fslat_agg.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)); lhist:
     /// slots as `Linear` says.
     Hist(Vec<u64>),
     Percentiles(percentiles::Pct),

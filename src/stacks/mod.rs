@@ -1,6 +1,6 @@
 //! `kstack` and `ustack`: from the ids the BPF program stored to symbolized frames.
 //!
-//! The program keeps a stack id from `bpf_get_stackid` (fslat.bpf.h, `fslat_stackid`);
+//! The program keeps a stack id from `bpf_get_stackid` (fslat_stacks.bpf.h, `fslat_stackid`);
 //! the addresses live in the program's stack maps. A `StackTable` reads them by id and
 //! symbolizes them with blazesym, once per distinct stack: kernel frames from
 //! `/proc/kallsyms` (modules included), user frames from the ELF symbols (and DWARF) of

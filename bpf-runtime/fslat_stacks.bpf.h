@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * kstack and ustack: stack ids, and user frames resolved to files at capture.
+ * Included by fslat.bpf.h, after its types and helpers.
+ */
+#ifndef FSLAT_STACKS_BPF_H
+#define FSLAT_STACKS_BPF_H
+
+#if defined(FSLAT_WANT_KSTACK) || defined(FSLAT_WANT_USTACK)
+/*
+ * kstack and ustack: bpf_get_stackid stores the stack in a stack map (identical stacks
+ * share one id, so a stack key costs one id) and the program keeps the id. User space
+ * reads and symbolizes the stack by id. A negative id is a stack that was not captured
+ * (no user stack: a kernel thread) or not stored (map full, hash bucket taken by another
+ * stack): counted in stack_lost, and printed as lost.
+ */
+#define FSLAT_STACK_DEPTH 127 /* the kernel's default perf_event_max_stack */
+#define FSLAT_STACK_ENTRIES 4096
+#define FSLAT_F_USER_STACK (1ULL << 8) /* BPF_F_USER_STACK */
+
+struct fslat_stack_map {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, FSLAT_STACK_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, FSLAT_STACK_DEPTH * sizeof(__u64));
+};
+
+/* `lost` (may be NULL): the session's stack_lost counter. */
+static __always_inline __s64 fslat_stackid(void *ctx, void *map, __u64 flags, __u64 *lost)
+{
+	__s64 id = bpf_get_stackid(ctx, map, flags);
+	if (id < 0 && lost)
+		__sync_fetch_and_add(lost, 1);
+	return id;
+}
+#endif
+
+#ifdef FSLAT_WANT_KSTACK
+struct fslat_stack_map FSLAT_KSTACKS_MAP SEC(".maps");
+#endif
+
+#ifdef FSLAT_WANT_USTACK
+struct fslat_stack_map FSLAT_USTACKS_MAP SEC(".maps");
+/* Where a user stack goes when its bucket in the first map holds another stack: each
+ * short-lived process brings new addresses (ASLR), so buckets fill fast. */
+struct fslat_stack_map FSLAT_USTACKS_MAP_2 SEC(".maps");
+
+/* Processes already announced to user space (see fslat_ustackid). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} FSLAT_USTACK_TGIDS_MAP SEC(".maps");
+
+/* A ring buffer record that is not an event: "tgid has user stacks, read its mappings
+ * now", so its stacks can be symbolized after it has exited. FSLAT_ANNOUNCE_ID comes
+ * from the program (src/check/resources.rs), which also checks the layout. */
+struct fslat_announce {
+	__u32 fslat_id;
+	__u32 tgid;
+};
+
+#ifdef FSLAT_USTACK_FILES
+/*
+ * With bpf_find_vma (5.17), each user frame is resolved when its stack is first captured
+ * (per tgid and stack id): the file mapped there and the offset in that file. So user space
+ * needs nothing of the process, which may be gone (or have exec'd) by the time it prints.
+ * Each file gets a number the first time it is seen, with its path (the dentry walk of
+ * path()); the frames name files by number. FSLAT_UFRAMES_MAP: packed ustack key -> frames;
+ * FSLAT_UFILES_MAP: file identity -> number and path.
+ */
+struct fslat_ufile_id {
+	__u64 ino;
+	__u32 dev;
+	__u32 gen;
+};
+
+struct fslat_ufile {
+	__u32 number;
+	char path[FSLAT_PATH_CAP];
+};
+
+/* `file` 0: no file (anonymous memory, the vdso, or an offset past 4 GiB). */
+struct fslat_uframe {
+	__u32 file;
+	__u32 offset;
+};
+
+struct fslat_uframes {
+	struct fslat_uframe f[FSLAT_STACK_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FSLAT_UFRAMES_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct fslat_uframes);
+} FSLAT_UFRAMES_MAP SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FSLAT_UFILES_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct fslat_ufile_id);
+	__type(value, struct fslat_ufile);
+} FSLAT_UFILES_MAP SEC(".maps");
+
+struct super_block___fslat {
+	__u32 s_dev;
+} __attribute__((preserve_access_index));
+struct inode___fslat {
+	unsigned long i_ino;
+	__u32 i_generation;
+	struct super_block___fslat *i_sb;
+} __attribute__((preserve_access_index));
+struct file___fslatu {
+	struct inode___fslat *f_inode;
+} __attribute__((preserve_access_index));
+struct vm_area_struct___fslat {
+	unsigned long vm_start;
+	unsigned long vm_pgoff;
+	struct file___fslatu *vm_file;
+} __attribute__((preserve_access_index));
+
+/* The work of one resolution, per CPU: too big for the BPF stack, and (as path()'s) state
+ * between bpf_loop and bpf_find_vma callbacks lives in map memory. */
+struct fslat_ustack_scratch {
+	__u64 ips[FSLAT_STACK_DEPTH];
+	struct fslat_uframes frames;
+	struct fslat_ufile file;
+	struct fslat_ufile_id id;
+	void *vm_file;
+	__u64 offset;
+	__u32 n;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fslat_ustack_scratch);
+} FSLAT_USTACK_SCRATCH_MAP SEC(".maps");
+
+/* The next file number (0 is "no file"). */
+static __u32 fslat_ufile_next;
+
+static struct fslat_ustack_scratch *fslat_ustack_buf(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&FSLAT_USTACK_SCRATCH_MAP, &zero);
+}
+
+/* bpf_find_vma's callback: the mapping holding the frame's address. */
+static long fslat_uframe_vma(void *task, struct vm_area_struct___fslat *vma, void *ctx)
+{
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (!s)
+		return 0;
+	struct file___fslatu *file = BPF_CORE_READ(vma, vm_file);
+	if (!file)
+		return 0;
+	struct inode___fslat *inode = BPF_CORE_READ(file, f_inode);
+	s->id.ino = BPF_CORE_READ(inode, i_ino);
+	s->id.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	s->id.gen = BPF_CORE_READ(inode, i_generation);
+	s->offset = s->offset - BPF_CORE_READ(vma, vm_start) +
+		    ((__u64)BPF_CORE_READ(vma, vm_pgoff) << 12 /* PAGE_SHIFT */);
+	s->vm_file = file;
+	return 0;
+}
+
+/* The number of the file s->id names, given one (with its path) the first time. */
+static __always_inline __u32 fslat_ufile_number(struct fslat_ustack_scratch *s)
+{
+	struct fslat_ufile_id id = s->id;
+	struct fslat_ufile *known = bpf_map_lookup_elem(&FSLAT_UFILES_MAP, &id);
+	if (known)
+		return known->number;
+	s->file.number = __sync_fetch_and_add(&fslat_ufile_next, 1) + 1;
+	fslat_path_from(s->file.path, s->vm_file, true);
+	if (!bpf_map_update_elem(&FSLAT_UFILES_MAP, &id, &s->file, BPF_NOEXIST))
+		return s->file.number;
+	/* Another CPU numbered it first (or the map is full: no file). */
+	known = bpf_map_lookup_elem(&FSLAT_UFILES_MAP, &id);
+	return known ? known->number : 0;
+}
+
+static long fslat_uframe_step(__u64 i, void *ctx)
+{
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (!s || i >= FSLAT_STACK_DEPTH)
+		return 1;
+	struct fslat_uframe *f = &s->frames.f[i];
+	f->file = 0;
+	f->offset = 0;
+	if (i >= s->n)
+		return 0;
+	s->vm_file = NULL;
+	s->offset = s->ips[i];
+	if (bpf_find_vma(bpf_get_current_task_btf(), s->ips[i], fslat_uframe_vma, NULL, 0) ||
+	    !s->vm_file || s->offset > 0xffffffffULL)
+		return 0;
+	__u32 offset = (__u32)s->offset;
+	__u32 file = fslat_ufile_number(s);
+	/* s again: the verifier does not keep a map value pointer's bounds across a call. */
+	s = fslat_ustack_buf();
+	if (!s || i >= FSLAT_STACK_DEPTH)
+		return 1;
+	s->frames.f[i].file = file;
+	s->frames.f[i].offset = offset;
+	return 0;
+}
+
+/* Resolves the user stack being captured, once per key. */
+static __always_inline void fslat_ustack_files(void *ctx, __u64 key)
+{
+	if (bpf_map_lookup_elem(&FSLAT_UFRAMES_MAP, &key))
+		return;
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (!s)
+		return;
+	long len = bpf_get_stack(ctx, s->ips, sizeof(s->ips), FSLAT_F_USER_STACK);
+	if (len <= 0)
+		return;
+	s->n = (__u32)len / sizeof(__u64);
+	bpf_loop(FSLAT_STACK_DEPTH, fslat_uframe_step, NULL, 0);
+	s = fslat_ustack_buf();
+	if (s)
+		bpf_map_update_elem(&FSLAT_UFRAMES_MAP, &key, &s->frames, BPF_NOEXIST);
+}
+#endif /* FSLAT_USTACK_FILES */
+
+/*
+ * A user stack id is only meaningful with the process whose mappings its addresses are
+ * in: the value is the tgid in the high 32 bits and the (signed) stack id in the low 32,
+ * so the same addresses in two processes are two keys.
+ */
+static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
+{
+	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+	__s64 id = bpf_get_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK);
+	if (id == -17 /* EEXIST: the bucket holds another stack */) {
+		id = bpf_get_stackid(ctx, &FSLAT_USTACKS_MAP_2, FSLAT_F_USER_STACK);
+		if (id >= 0)
+			id |= FSLAT_USTACK_SECOND;
+	}
+	if (id < 0 && lost)
+		__sync_fetch_and_add(lost, 1);
+	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
+	__u8 one = 1;
+#ifdef FSLAT_USTACK_FILES
+	if (id >= 0)
+		fslat_ustack_files(ctx, packed);
+#endif
+	if (id < 0 || bpf_map_update_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid, &one, BPF_NOEXIST))
+		return packed;
+	struct fslat_announce *a = bpf_ringbuf_reserve(ring, sizeof(*a), 0);
+	if (!a) {
+		/* Announce it with the next stack instead. */
+		bpf_map_delete_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid);
+		return packed;
+	}
+	a->fslat_id = FSLAT_ANNOUNCE_ID;
+	a->tgid = tgid;
+	bpf_ringbuf_submit(a, 2 /* BPF_RB_FORCE_WAKEUP: read the mappings now */);
+	return packed;
+}
+#endif
+
+#endif /* FSLAT_STACKS_BPF_H */

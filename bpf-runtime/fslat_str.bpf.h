@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Reading memory into a script's values: strings from kernel or user memory, user-space
+ * reads by DWARF offsets, and comparing strings.
+ * Included by fslat.bpf.h, after its types and helpers.
+ */
+#ifndef FSLAT_STR_BPF_H
+#define FSLAT_STR_BPF_H
+
+/*
+ * Reads a NUL-terminated string from kernel memory, or from user memory when the
+ * pointer is a user address (parameters such as `const char __user *filename`).
+ */
+static __always_inline void fslat_read_str(char *dst, __u32 size, const void *src)
+{
+	if (bpf_probe_read_kernel_str(dst, size, src) < 0 &&
+	    bpf_probe_read_user_str(dst, size, src) < 0)
+		dst[0] = 0;
+}
+
+/*
+ * str(ptr, len): at most len bytes (and at most size - 1) from src, up to a NUL, then a
+ * NUL. A `__user` pointer (BTF type tag) is read as user memory; any other pointer as
+ * kernel memory first, then user memory (x86 refuses kernel reads of user addresses).
+ */
+static __always_inline void fslat_read_strn(char *dst, __u32 size, const void *src, __u64 len,
+					    bool user)
+{
+	__u32 n = len < size ? (__u32)len + 1 : size;
+	if (n > size) /* never: tells the 5.10 verifier the bound */
+		n = size;
+	if (user) {
+		if (bpf_probe_read_user_str(dst, n, src) < 0)
+			dst[0] = 0;
+		return;
+	}
+	if (bpf_probe_read_kernel_str(dst, n, src) < 0 && bpf_probe_read_user_str(dst, n, src) < 0)
+		dst[0] = 0;
+}
+
+/*
+ * A user-space session's reads by DWARF offsets: a pointer, and a value of `size` bytes
+ * (1, 2, 4 or 8; a constant at every call), 0 when the memory cannot be read.
+ */
+static __always_inline __u64 fslat_user_ptr(__u64 addr)
+{
+	__u64 v = 0;
+	bpf_probe_read_user(&v, sizeof(v), (const void *)addr);
+	return v;
+}
+
+static __always_inline __u64 fslat_user_read(__u64 addr, __u32 size)
+{
+	__u64 v = 0;
+	bpf_probe_read_user(&v, size, (const void *)addr);
+	return v;
+}
+
+/* Compares two NUL-terminated strings over at most n bytes. */
+static __always_inline bool fslat_streq(const char *a, const char *b, __u32 n)
+{
+	for (__u32 i = 0; i < n; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return true;
+}
+
+#endif /* FSLAT_STR_BPF_H */
