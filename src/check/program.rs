@@ -173,11 +173,12 @@ impl Session {
 
     /// Whether anything needs the call's entry beyond what its return can see (the
     /// parameters, which a return program reads from the same saved registers): the
-    /// entry time (`latency`, `ts`) or values saved with `entry()`. A session that needs
-    /// neither runs at return only (`Mode::Fexit`), its entry filter with it.
+    /// entry time (`latency`, `ts`, also `ts` in the entry filter, which is the time of
+    /// the entry) or values saved with `entry()`. A session that needs neither runs at
+    /// return only (`Mode::Fexit`), its entry filter with it.
     pub fn needs_entry(&self) -> bool {
         let mut timed = !self.entry_values.is_empty();
-        for e in self.return_exprs() {
+        for e in self.entry_filter.iter().chain(self.return_exprs()) {
             e.visit(&mut |x| {
                 timed |= match x.kind {
                     ExprKind::Builtin(b) => super::builtins::def_of(b).reads_entry_time(),
