@@ -18,7 +18,6 @@ pub use prometheus::encode;
 pub use server::{Head, Server, read_head};
 pub use web_config::WebConfig;
 
-use crate::aggregate::AggFunc;
 use crate::aggregate::MetricKind;
 use crate::check::program::Linear;
 use crate::output::{Summary, Value};
@@ -69,21 +68,8 @@ impl AggSeries {
     }
 }
 
-/// One aggregation's rows.
-#[derive(Debug, Clone)]
-pub struct AggSeries {
-    /// The metric is `fslat_NAME`.
-    pub name: String,
-    pub session: String,
-    pub title: String,
-    pub func: AggFunc,
-    /// Values are nanoseconds, exported as seconds.
-    pub duration: bool,
-    /// `lhist`'s buckets (else a `hist`'s powers of two).
-    pub linear: Option<Linear>,
-    pub key_names: Vec<String>,
-    pub rows: Vec<AggPoint>,
-}
+/// One aggregation's series: a point a row.
+pub type AggSeries = AggFigures<AggPoint>;
 
 #[derive(Debug, Clone)]
 pub struct AggPoint {
@@ -157,6 +143,7 @@ fn series(a: AggFigures) -> AggSeries {
         linear: a.linear,
         key_names: a.key_names,
         rows,
+        unset: None,
     }
 }
 

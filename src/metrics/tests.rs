@@ -1,4 +1,5 @@
 use super::*;
+use crate::aggregate::AggFunc;
 use crate::check::counters::{self, Counter};
 use crate::output::Summary;
 use std::borrow::Cow;
@@ -41,6 +42,7 @@ fn snapshot() -> Snapshot {
                 duration: false,
                 linear: None,
                 key_names: vec!["comm".into()],
+                unset: None,
                 rows: vec![AggPoint {
                     keys: vec![Value::Str(Cow::Owned(b"a\"b\\c\nd".to_vec()))],
                     value: PointValue::Number(7),
@@ -54,6 +56,7 @@ fn snapshot() -> Snapshot {
                 duration: true,
                 linear: None,
                 key_names: vec![],
+                unset: None,
                 rows: vec![AggPoint {
                     keys: vec![],
                     value: PointValue::Hist {
@@ -342,6 +345,7 @@ fn percentiles_snapshot() -> Snapshot {
         duration: false,
         linear: None,
         key_names: vec![],
+        unset: None,
         rows: vec![AggPoint {
             keys: vec![],
             value: PointValue::Pct {
@@ -426,6 +430,7 @@ fn an_lhist_exports_its_linear_buckets_with_the_ones_below_and_above() {
             duration: false,
             linear: Some(l),
             key_names: vec![],
+            unset: None,
             rows: vec![AggPoint {
                 keys: vec![],
                 value: PointValue::Hist {
@@ -466,6 +471,7 @@ fn stats_export_a_count_and_a_sum() {
             duration: true,
             linear: None,
             key_names: vec!["comm".into()],
+            unset: None,
             rows: vec![AggPoint {
                 keys: vec![Value::Str(Cow::Borrowed(b"dd"))],
                 value: PointValue::Summary {

@@ -19,9 +19,11 @@ pub struct Figures {
     pub aggregations: Vec<AggFigures>,
 }
 
-/// One aggregation's rows, by the values of their keys (rows that show the same merged).
+/// One aggregation's rows: here by the values of their keys (rows that show the same
+/// merged) with their states; the metrics exporter's series (`metrics::AggSeries`) are
+/// the same with a point a row.
 #[derive(Debug, Clone)]
-pub struct AggFigures {
+pub struct AggFigures<R = (Vec<Value<'static>>, State)> {
     pub name: String,
     pub session: String,
     pub title: String,
@@ -31,7 +33,7 @@ pub struct AggFigures {
     /// `lhist`'s buckets.
     pub linear: Option<Linear>,
     pub key_names: Vec<String>,
-    pub rows: Vec<(Vec<Value<'static>>, State)>,
+    pub rows: Vec<R>,
     /// An aggregation without keys: its value before any update (the map's zeros).
     pub unset: Option<State>,
 }
