@@ -8,6 +8,17 @@ use super::program::{Aggregation, Program, Session};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
+/// A session's per-CPU scratch map (`Session::scratch_map`), where what the 512-byte BPF
+/// stack cannot hold goes: strings and keys of at least `SCRATCH_FROM` bytes, and small
+/// strings past `STACK_STRINGS` bytes a phase. Codegen places values by these; the
+/// checker refuses a session whose phase could need more than `SCRATCH_BYTES`.
+pub const SCRATCH_FROM: u32 = 64;
+/// Bytes of small strings (`comm`) a phase keeps on the stack.
+pub const STACK_STRINGS: u32 = 128;
+/// What one phase may put in the scratch map: the kernel's limit for a per-CPU value
+/// (PCPU_MIN_UNIT_SIZE), less room for the stack's overflow into it.
+pub const SCRATCH_BYTES: u32 = 32 * 1024 - 1024;
+
 /// How sessions attach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mode {

@@ -1,6 +1,7 @@
 //! Room for a session's strings and keys. The generated program reads each distinct string
 //! it compares once per phase, into a small stack budget or the program's per-CPU scratch
-//! map, and builds keys of 64 bytes or more there too (see `codegen::expr`). A per-CPU map
+//! map, and builds keys of `SCRATCH_FROM` bytes or more there too (`check::resources`
+//! holds the policy's numbers, which `codegen::expr` places values by). A per-CPU map
 //! value holds at most 32 KiB: a session that needs more is refused here, before clang,
 //! rather than failing to load.
 
@@ -8,9 +9,8 @@ use super::program::*;
 use crate::syntax::ast::BinOp;
 use std::collections::HashSet;
 
-/// What one phase may put in the scratch map: the kernel's limit for a per-CPU value
-/// (PCPU_MIN_UNIT_SIZE), less room for the stack's overflow into it.
-pub const SCRATCH_BYTES: u32 = 32 * 1024 - 1024;
+pub use super::resources::SCRATCH_BYTES;
+use super::resources::SCRATCH_FROM;
 
 /// `(phase, bytes)` when a phase of `s` needs more than SCRATCH_BYTES.
 pub(super) fn too_big(s: &Session) -> Option<(&'static str, u32)> {
@@ -26,7 +26,7 @@ pub(super) fn too_big(s: &Session) -> Option<(&'static str, u32)> {
         ret.walk(&f.expr);
     }
     for a in &s.aggregations {
-        if a.key_size >= 64 {
+        if a.key_size >= SCRATCH_FROM {
             ret.bytes += a.key_size.div_ceil(8) * 8;
         }
         for k in &a.keys {

@@ -9,7 +9,9 @@ use crate::aggregate::{CValue, Start};
 use crate::check::builtins::{self, C};
 use crate::check::counters::{self, Counter};
 use crate::check::program::*;
-use crate::check::resources::{COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP, REGISTER_ARGS};
+use crate::check::resources::{
+    COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP, REGISTER_ARGS, SCRATCH_FROM, STACK_STRINGS,
+};
 use crate::syntax::ast::{BinOp, UnOp};
 use std::collections::{HashMap, HashSet};
 
@@ -45,11 +47,6 @@ pub struct Scratch {
     /// Bytes handed out so far.
     pub used: u32,
 }
-
-/// Values at least this big live in the scratch map rather than on the stack.
-const SCRATCH_FROM: u32 = 64;
-/// Bytes of small strings (`comm`) a phase keeps on the stack; more go to the scratch map.
-const STACK_STRINGS: u32 = 128;
 
 /// The x86-64 registers of a function's integer arguments (`arg0`..`arg5`), as
 /// `struct fslat_regs` (fslat.bpf.h) names them.
