@@ -6,17 +6,8 @@
 # Prints a Markdown report on stdout; progress on stderr. Environment as benches/guest.sh.
 set -uo pipefail
 
-B=${BENCH_BIN:?}
-FSLAT=${BENCH_FSLAT:?}
-N=${BENCH_N:-20000}
-REPS=${BENCH_REPS:-3}
-W="$B/workload"
-H="$B/harness"
-T=/tmp/bench
-mkdir -p "$T"
-export XDG_CACHE_HOME=$T/cache
-
 . "$(dirname "$0")/common.sh"
+bench_env
 
 for f in "$FSLAT" "$(readlink -f "$(command -v clang)")"; do cat "$f" >/dev/null; done
 settle

@@ -3,6 +3,21 @@
 # per-call time to settle. Needs $H (harness), $W (workload) and $T (scratch dir).
 log() { echo "bench: $*" >&2; }
 
+# The environment every per-call script shares (BENCH_BIN: the harness and workload;
+# BENCH_FSLAT; BENCH_N calls a run; BENCH_REPS runs a row) and its scratch dir, where
+# fslat's cache goes too.
+bench_env() {
+    B=${BENCH_BIN:?}
+    FSLAT=${BENCH_FSLAT:?}
+    N=${BENCH_N:-20000}
+    REPS=${BENCH_REPS:-3}
+    W="$B/workload"
+    H="$B/harness"
+    T=/tmp/bench
+    mkdir -p "$T"
+    export XDG_CACHE_HOME=$T/cache
+}
+
 # The debootstrap root bpftrace runs in (chroot "$ROOT" bpftrace ...), its file systems
 # mounted.
 mount_root() { # ROOT

@@ -8,19 +8,11 @@
 # row keys below, default all).
 set -uo pipefail
 
-B=${BENCH_BIN:?}
-FSLAT=${BENCH_FSLAT:?}
 ROOT=${BENCH_ROOT:?}
-N=${BENCH_N:-20000}
-REPS=${BENCH_REPS:-3}
 MODES=${BENCH_MODES:-fsession fsession-multi}
-W="$B/workload"
-H="$B/harness"
-T=/tmp/bench
-mkdir -p "$T"
-export XDG_CACHE_HOME=$T/cache
 
 . "$(dirname "$0")/common.sh"
+bench_env
 
 # The rows: KEY, fslat's script, bpftrace's script for the same job ("" when bpftrace has
 # no such aggregation), and a note. The workload preads one byte of a tmpfs file N times

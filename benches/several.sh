@@ -11,18 +11,10 @@
 # Prints a Markdown report on stdout; progress on stderr. Environment as benches/guest.sh.
 set -uo pipefail
 
-B=${BENCH_BIN:?}
-FSLAT=${BENCH_FSLAT:?}
 ROOT=${BENCH_ROOT:?}
-N=${BENCH_N:-20000}
-REPS=${BENCH_REPS:-3}
-W="$B/workload"
-H="$B/harness"
-T=/tmp/bench
-mkdir -p "$T"
-export XDG_CACHE_HOME=$T/cache
 
 . "$(dirname "$0")/common.sh"
+bench_env
 
 chroot_ready=false
 if [[ -x $ROOT/usr/bin/bpftrace ]]; then

@@ -10,18 +10,10 @@
 # target/bench/bpftrace-root). Markdown report on stdout; progress on stderr.
 set -uo pipefail
 
-B=${BENCH_BIN:?}
-FSLAT=${BENCH_FSLAT:?}
 ROOT=${BENCH_ROOT:?}
-N=${BENCH_N:-20000}
-REPS=${BENCH_REPS:-3}
-W="$B/workload"
-H="$B/harness"
-T=/tmp/bench
-mkdir -p "$T"
-export XDG_CACHE_HOME=$T/cache
 
 . "$(dirname "$0")/common.sh"
+bench_env
 
 SPAN='span __x64_sys_pread64(pid) -> vfs_read(pid) { hist(latency) }'
 BT='fentry:__x64_sys_pread64 { @s[tid] = nsecs; }
