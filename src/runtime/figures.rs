@@ -34,7 +34,8 @@ pub struct AggFigures<R = (Vec<Value<'static>>, State)> {
     pub linear: Option<Linear>,
     pub key_names: Vec<String>,
     pub rows: Vec<R>,
-    /// An aggregation without keys: its value before any update (the map's zeros).
+    /// An aggregation without keys and no rows yet: its value before any update (the
+    /// map's zeros).
     pub unset: Option<State>,
 }
 

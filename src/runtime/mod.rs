@@ -546,20 +546,24 @@ fn snapshot(
     let all = snapshot::read_all(obj, program, 0)?;
     let aggregations = snapshot::aggregations(program)
         .zip(&all)
-        .map(|((s, a), snap)| figures::AggFigures {
-            name: a.name.clone(),
-            session: s.label.clone(),
-            title: a.title.clone(),
-            func: a.func,
-            duration: a.duration,
-            linear: a.linear,
-            key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
-            rows: snap.named_rows(a, stacks),
-            unset: if a.keys.is_empty() {
-                unset(obj, a)
-            } else {
-                None
-            },
+        .map(|((s, a), snap)| {
+            let rows = snap.named_rows(a, stacks);
+            // Read only while nothing is counted: what the exporters show until then.
+            let unset = match a.keys.is_empty() && rows.is_empty() {
+                true => unset(obj, a),
+                false => None,
+            };
+            figures::AggFigures {
+                name: a.name.clone(),
+                session: s.label.clone(),
+                title: a.title.clone(),
+                func: a.func,
+                duration: a.duration,
+                linear: a.linear,
+                key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
+                rows,
+                unset,
+            }
         })
         .collect();
     Ok(figures::Figures {
