@@ -34,6 +34,8 @@ pub struct Phase<'p> {
     /// Bytes of string buffers on the stack so far.
     stack_strings: u32,
     scratch: Scratch,
+    /// Where each of the session's entry values starts in `fslat_ev`.
+    saved_at: Vec<usize>,
 }
 
 /// Where a phase keeps values too big for the BPF stack (512 bytes for the whole
@@ -83,6 +85,7 @@ impl<'p> Phase<'p> {
             strings: HashMap::new(),
             stack_strings: 0,
             scratch,
+            saved_at: session.entry_layout().0,
         }
     }
 
@@ -291,7 +294,7 @@ impl<'p> Phase<'p> {
 
     /// Where `entry_values[i]` starts in `fslat_ev`.
     fn saved_at(&self, i: usize) -> usize {
-        self.session.entry_layout().0[i]
+        self.saved_at[i]
     }
 
     /// A statement that saves `entry_values[i]` of the session into the `__u64`s of
