@@ -20,19 +20,13 @@ pub use web_config::WebConfig;
 
 use crate::aggregate::MetricKind;
 use crate::check::program::Linear;
-use crate::output::{Summary, Value};
+use crate::output::Value;
 use crate::runtime::figures::{AggFigures, Figures, Publish};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 /// Everything exported, at one moment; values cumulative since `start`.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    pub start: SystemTime,
-    pub time: SystemTime,
-    pub sessions: Vec<Summary>,
-    pub aggregations: Vec<AggSeries>,
-}
+pub type Snapshot = Figures<AggSeries>;
 
 /// The mark on aggregations whose session lost calls: (name without `_total`, help).
 pub const AGGREGATION_MISSED: (&str, &str) = (

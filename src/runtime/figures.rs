@@ -10,13 +10,14 @@ use std::time::{Duration, SystemTime};
 /// How often the tracing loop publishes fresh figures.
 pub const PUBLISH_EVERY: Duration = Duration::from_secs(1);
 
-/// Everything counted, cumulative since `start`.
+/// Everything counted, cumulative since `start`; the metrics exporter's `Snapshot` is the
+/// same with its series.
 #[derive(Debug, Clone)]
-pub struct Figures {
+pub struct Figures<A = AggFigures> {
     pub start: SystemTime,
     pub time: SystemTime,
     pub sessions: Vec<Summary>,
-    pub aggregations: Vec<AggFigures>,
+    pub aggregations: Vec<A>,
 }
 
 /// One aggregation's rows: here by the values of their keys (rows that show the same
