@@ -81,6 +81,6 @@ pub fn compile_with(
 ) -> Result<(Program, String), Vec<Diagnostic>> {
     let ast = syntax::parse(source)?;
     let program = check::check_with(&ast, source, kernel, opts)?;
-    let c = codegen::generate(&program, mode);
+    let c = codegen::generate(&program, mode)?;
     Ok((program, c))
 }

@@ -22,7 +22,6 @@ mod phases;
 mod positional;
 pub mod program;
 pub mod resources;
-mod scratch;
 mod spans;
 mod user;
 
@@ -94,17 +93,6 @@ pub fn check_with(
             list.clone()
         };
         if let Some(checked) = cx.session(index, label, s) {
-            if let Some((phase, bytes)) = scratch::too_big(&checked) {
-                let limit = scratch::SCRATCH_BYTES;
-                cx.error(
-                    s.span.clone(),
-                    DiagKind::TooManyStrings {
-                        phase,
-                        bytes,
-                        limit,
-                    },
-                );
-            }
             sessions.push(checked);
         }
     }
@@ -255,6 +243,7 @@ impl<'k> Checker<'k> {
         let targets = self.targets(&funcs, &ret_slots);
         Some(Session {
             index,
+            at: s.span.clone(),
             label,
             func: func.name.clone(),
             ret_slot: slot,

@@ -4,6 +4,7 @@
 //! event's layout.
 
 use crate::btf::TypeId;
+use crate::diag::Span;
 pub use crate::syntax::ast::{AggFunc, BinOp, UnOp};
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +29,9 @@ pub struct Program {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     pub index: usize,
+    /// The session in the script, for what a later stage finds wrong with it (a phase
+    /// that needs more scratch room than a BPF program has).
+    pub at: Span,
     /// The function name, or `FUNC#N` when several sessions trace the same function.
     pub label: String,
     pub func: String,

@@ -115,6 +115,7 @@ impl Checker<'_> {
         };
         Some(Session {
             index,
+            at: s.span.clone(),
             label,
             func: end_sig.name.clone(),
             params,

@@ -9,11 +9,12 @@ use crate::aggregate::values::CStruct;
 use crate::check::counters;
 use crate::check::program::*;
 use crate::check::resources::{self, ProgRole, Setting};
+use crate::diag::{DiagKind, Diagnostic};
 use ctypes::c_int;
 use expr::{Phase, Scratch};
 use handlebars::Handlebars;
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::LazyLock;
 
 pub use crate::check::resources::Mode;
@@ -247,6 +248,10 @@ struct SessionData {
     /// its bytes per slot (0: it has none).
     scratch_map: String,
     scratch: u32,
+    /// The first of this session's programs' phases that needs more of the scratch map
+    /// than a per-CPU value holds, and its bytes: `generate` refuses the script.
+    #[serde(skip)]
+    scratch_over: Option<(&'static str, u32)>,
     #[serde(flatten)]
     shape: ProgShape,
     /// A span's START program and END's key (its session's `entry_*` are END's filter).
@@ -410,8 +415,10 @@ struct MultiData {
     funcs: Vec<String>,
 }
 
-/// The BPF C for `program` in `mode`.
-pub fn generate(program: &Program, mode: Mode) -> String {
+/// The BPF C for `program` in `mode`. Codegen places strings and wide keys (the scratch
+/// plan, `Phase::scratch`); a session whose phase needs more room than a BPF program has
+/// is refused here, with its span, before clang.
+pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>> {
     let registers;
     let program = if mode == Mode::KprobeSession {
         registers = with_params_saved(program, mode);
@@ -534,9 +541,31 @@ pub fn generate(program: &Program, mode: Mode) -> String {
             })
             .collect(),
     };
-    TEMPLATES
+    let mut refused = HashSet::new();
+    let too_big: Vec<Diagnostic> = data
+        .sessions
+        .iter()
+        .filter_map(|d| {
+            let (phase, bytes) = d.scratch_over?;
+            let s = program.sessions.iter().find(|s| s.index == d.index)?;
+            if !refused.insert(s.index) {
+                return None;
+            }
+            let limit = resources::SCRATCH_BYTES;
+            let kind = DiagKind::TooManyStrings {
+                phase,
+                bytes,
+                limit,
+            };
+            Some(Diagnostic::new(s.at.clone(), kind))
+        })
+        .collect();
+    if !too_big.is_empty() {
+        return Err(too_big);
+    }
+    Ok(TEMPLATES
         .render("program", &data)
-        .expect("the template data always has every field the templates use")
+        .expect("the template data always has every field the templates use"))
 }
 
 /// `program` with what each kprobe session's return phase reads of the arguments saved
@@ -774,6 +803,7 @@ fn phases_data(
     }
     let action_lines = ret.take_lines();
     let scratch = entry.scratch_used().max(ret.scratch_used());
+    let scratch_over = over_scratch([("at entry", &entry), ("at return", &ret)]);
 
     SessionData {
         index: s.index,
@@ -799,10 +829,21 @@ fn phases_data(
         exit_only,
         scratch_map,
         scratch,
+        scratch_over,
         shape,
         span: None,
         reads_now: ret.reads_now(),
     }
+}
+
+/// The first of `phases` that needs more of the scratch map than `SCRATCH_BYTES`.
+fn over_scratch<const N: usize>(
+    phases: [(&'static str, &Phase); N],
+) -> Option<(&'static str, u32)> {
+    phases
+        .into_iter()
+        .map(|(name, p)| (name, p.scratch_used()))
+        .find(|(_, bytes)| *bytes > resources::SCRATCH_BYTES)
 }
 
 /// The statements that save the session's entry values into `words` in `phase`, each
@@ -840,6 +881,9 @@ fn span_data(s: &Session) -> SessionData {
         .scratch
         .max(start.scratch_used())
         .max(end.scratch_used());
+    data.scratch_over = data
+        .scratch_over
+        .or(over_scratch([("at START", &start), ("at END", &end)]));
     data.span = Some(SpanData {
         start_section: points.start.section(),
         end_section: points.end.section(),
