@@ -181,6 +181,12 @@ impl Checker<'_> {
 
     /// Parameter `index` of the session, of BTF type `raw`, as a value.
     fn param_value(&mut self, index: usize, raw: TypeId, span: Span) -> Checked<Expr> {
+        self.value_of(raw, ExprKind::Param(index), span)
+    }
+
+    /// `kind` (a parameter or `ret`) of BTF type `raw`, as a value: a `char *` is a
+    /// pointer into the kernel, read as a string.
+    fn value_of(&mut self, raw: TypeId, kind: ExprKind, span: Span) -> Checked<Expr> {
         match self.value_type(raw) {
             Some(Ty::Str { cap }) => Ok(Expr {
                 ty: Ty::Str { cap },
@@ -189,13 +195,10 @@ impl Checker<'_> {
                         size: 8,
                         signed: false,
                     }),
-                    kind: ExprKind::Param(index),
+                    kind,
                 })),
             }),
-            Some(ty) => Ok(Expr {
-                ty,
-                kind: ExprKind::Param(index),
-            }),
+            Some(ty) => Ok(Expr { ty, kind }),
             None => Err(self.error(
                 span,
                 DiagKind::Unreadable {
@@ -221,28 +224,6 @@ impl Checker<'_> {
                 },
             ));
         }
-        match self.value_type(ret) {
-            // A `char *` return is a pointer into the kernel: read it as a string.
-            Some(Ty::Str { cap }) => Ok(Expr {
-                ty: Ty::Str { cap },
-                kind: ExprKind::Deref(Box::new(Expr {
-                    ty: Ty::Int(Scalar {
-                        size: 8,
-                        signed: false,
-                    }),
-                    kind: ExprKind::Ret,
-                })),
-            }),
-            Some(ty) => Ok(Expr {
-                ty,
-                kind: ExprKind::Ret,
-            }),
-            None => Err(self.error(
-                span,
-                DiagKind::Unreadable {
-                    ty: self.types().type_name(ret),
-                },
-            )),
-        }
+        self.value_of(ret, ExprKind::Ret, span)
     }
 }

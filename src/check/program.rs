@@ -31,6 +31,7 @@ pub struct Session {
     pub index: usize,
     /// The session in the script, for what a later stage finds wrong with it (a phase
     /// that needs more scratch room than a BPF program has).
+    #[serde(default)]
     pub at: Span,
     /// The function name, or `FUNC#N` when several sessions trace the same function.
     pub label: String,

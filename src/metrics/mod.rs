@@ -115,30 +115,19 @@ impl Snapshot {
 /// at zero until counted, as a Prometheus client's unlabelled metric is, so it is there
 /// from the first scrape; a gauge (min, max, avg) has no value before its first one: it
 /// stays absent.
-fn series(a: AggFigures) -> AggSeries {
+fn series(mut a: AggFigures) -> AggSeries {
+    let func = a.func;
     let point = |(keys, state): (Vec<Value<'static>>, crate::aggregate::State)| AggPoint {
         keys,
-        value: a.func.point(&state),
+        value: func.point(&state),
     };
-    let rows: Vec<AggPoint> = match a.rows.is_empty() && a.func.metric() != MetricKind::Gauge {
-        true => a
-            .unset
-            .map(|s| point((Vec::new(), s)))
-            .into_iter()
-            .collect(),
-        false => a.rows.into_iter().map(point).collect(),
+    let read = std::mem::take(&mut a.rows);
+    let unset = a.unset.take();
+    let rows: Vec<AggPoint> = match read.is_empty() && func.metric() != MetricKind::Gauge {
+        true => unset.map(|s| point((Vec::new(), s))).into_iter().collect(),
+        false => read.into_iter().map(point).collect(),
     };
-    AggSeries {
-        name: a.name,
-        session: a.session,
-        title: a.title,
-        func: a.func,
-        duration: a.duration,
-        linear: a.linear,
-        key_names: a.key_names,
-        rows,
-        unset: None,
-    }
+    a.with_rows(rows)
 }
 
 impl Publish for Board {

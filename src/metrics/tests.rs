@@ -35,6 +35,8 @@ fn snapshot() -> Snapshot {
         ])],
         aggregations: vec![
             AggSeries {
+                interval: None,
+                missed: 0,
                 name: "reads".into(),
                 session: "vfs_read".into(),
                 title: "count() by comm".into(),
@@ -49,6 +51,8 @@ fn snapshot() -> Snapshot {
                 }],
             },
             AggSeries {
+                interval: None,
+                missed: 0,
                 name: "lat".into(),
                 session: "vfs_read".into(),
                 title: "hist(latency)".into(),
@@ -338,6 +342,8 @@ fn percentiles_snapshot() -> Snapshot {
     let mut s = snapshot();
     s.sessions[0].set(&counters::STACK_LOST, Some(3));
     s.aggregations = vec![AggSeries {
+        interval: None,
+        missed: 0,
         name: "sizes".into(),
         session: "vfs_read".into(),
         title: "percentiles(count)".into(),
@@ -423,6 +429,8 @@ fn an_lhist_exports_its_linear_buckets_with_the_ones_below_and_above() {
     // Below 10: 1; [10, 20): 2; [30, 40): 1; from 40 up: 3.
     let snap = Snapshot {
         aggregations: vec![AggSeries {
+            interval: None,
+            missed: 0,
             name: "sizes".into(),
             session: "vfs_write".into(),
             title: "lhist(count, 10, 40, 10)".into(),
@@ -464,6 +472,8 @@ fn an_lhist_exports_its_linear_buckets_with_the_ones_below_and_above() {
 fn stats_export_a_count_and_a_sum() {
     let snap = Snapshot {
         aggregations: vec![AggSeries {
+            interval: None,
+            missed: 0,
             name: "write_time".into(),
             session: "vfs_write".into(),
             title: "stats(latency) by comm".into(),

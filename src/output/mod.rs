@@ -85,25 +85,71 @@ impl Summary {
     }
 }
 
-/// One aggregation's result: rows of (key values, value).
+/// One aggregation's rows at one moment, with what describes them. The runtime reads
+/// them (rows of key values and kernel states, `runtime::figures`), the printers show
+/// them (`AggResult`, a shown value a row) and the metrics exporter maps them
+/// (`metrics::AggSeries`, a point a row): one struct, its rows typed by the stage.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AggResult {
+pub struct AggFigures<R = (Vec<Value<'static>>, crate::aggregate::State)> {
     pub session: String,
     /// The aggregation's name (`as NAME` or derived): unique in the program.
     pub name: String,
     pub title: String,
     pub func: crate::aggregate::AggFunc,
+    /// Values are nanoseconds.
     pub duration: bool,
     /// `lhist`'s buckets (else a `hist`'s powers of two).
     pub linear: Option<Linear>,
     pub key_names: Vec<String>,
-    pub rows: Vec<AggRow>,
+    pub rows: Vec<R>,
+    /// An aggregation without keys and no rows yet: its value before any update (the
+    /// map's zeros).
+    pub unset: Option<crate::aggregate::State>,
     /// With `-i`: the interval these rows cover (else they cover the whole run).
     pub interval: Option<interval::IntervalStamp>,
     /// Calls of the session the kernel skipped over the same span (runtime/misses.rs):
     /// the rows are low by up to this many calls. 0: none (or not counted).
     pub missed: u64,
 }
+
+impl<R> AggFigures<R> {
+    /// Aggregation `a` of session `session` with `rows`, nothing else known yet.
+    pub fn of(session: &str, a: &crate::check::program::Aggregation, rows: Vec<R>) -> Self {
+        AggFigures {
+            session: session.to_string(),
+            name: a.name.clone(),
+            title: a.title.clone(),
+            func: a.func,
+            duration: a.duration,
+            linear: a.linear,
+            key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
+            rows,
+            unset: None,
+            interval: None,
+            missed: 0,
+        }
+    }
+
+    /// The same aggregation with other rows.
+    pub fn with_rows<T>(self, rows: Vec<T>) -> AggFigures<T> {
+        AggFigures {
+            session: self.session,
+            name: self.name,
+            title: self.title,
+            func: self.func,
+            duration: self.duration,
+            linear: self.linear,
+            key_names: self.key_names,
+            rows,
+            unset: self.unset,
+            interval: self.interval,
+            missed: self.missed,
+        }
+    }
+}
+
+/// One aggregation's result as printed: rows of (key values, shown value).
+pub type AggResult = AggFigures<AggRow>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggRow {

@@ -111,6 +111,7 @@ fn durations_under_a_microsecond_print_in_nanoseconds() {
 
 fn hist_result(duration: bool, rows: Vec<(&str, Vec<(usize, u64)>)>) -> AggResult {
     AggResult {
+        unset: None,
         session: "vfs_read".into(),
         name: "vfs_read_hist_latency".into(),
         title: "hist(latency) by comm".into(),
@@ -228,6 +229,7 @@ fn percentiles_print_count_quantiles_and_max_on_one_line() {
     }
     p.max = Some(81_234_567);
     let a = AggResult {
+        unset: None,
         session: "vfs_read".into(),
         name: "lat".into(),
         title: "percentiles(latency) by comm".into(),
@@ -265,6 +267,7 @@ fn lhist_rows_print_their_linear_bounds_in_text_and_json() {
         step: 10,
     };
     let a = AggResult {
+        unset: None,
         session: "vfs_write".into(),
         name: "sizes".into(),
         title: "lhist(count, 10, 40, 10)".into(),
@@ -355,6 +358,7 @@ fn calls_the_kernel_skipped_are_in_the_summary_only_when_there_are_some() {
 fn an_aggregation_short_of_skipped_calls_is_marked_in_text_and_json() {
     for missed in [0, 7] {
         let a = AggResult {
+            unset: None,
             missed,
             ..hist_result(false, vec![("bash", vec![(3, 2)])])
         };
@@ -391,6 +395,7 @@ fn stats_rows_print_count_average_and_total() {
         max: 0,
     };
     let result = |duration, rows: Vec<(&str, u64, i64)>| AggResult {
+        unset: None,
         session: "vfs_write".into(),
         name: "w".into(),
         title: "stats(x) by comm".into(),
@@ -454,6 +459,7 @@ fn user_stack(names: &[&str]) -> Value<'static> {
 
 fn stack_count(name: &str, rows: Vec<(Vec<Value<'static>>, i64)>) -> AggResult {
     AggResult {
+        unset: None,
         session: "vfs_read".into(),
         name: name.into(),
         title: "count() by comm, ustack".into(),

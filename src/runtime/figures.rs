@@ -2,9 +2,7 @@
 //! the summaries and aggregations and hands them to a `Publish` (the metrics board maps
 //! them to series). The runtime knows nothing of metrics.
 
-use crate::aggregate::{AggFunc, State};
-use crate::check::program::Linear;
-use crate::output::{Summary, Value};
+use crate::output::Summary;
 use std::time::{Duration, SystemTime};
 
 /// How often the tracing loop publishes fresh figures.
@@ -21,24 +19,8 @@ pub struct Figures<A = AggFigures> {
 }
 
 /// One aggregation's rows: here by the values of their keys (rows that show the same
-/// merged) with their states; the metrics exporter's series (`metrics::AggSeries`) are
-/// the same with a point a row.
-#[derive(Debug, Clone)]
-pub struct AggFigures<R = (Vec<Value<'static>>, State)> {
-    pub name: String,
-    pub session: String,
-    pub title: String,
-    pub func: AggFunc,
-    /// Values are nanoseconds.
-    pub duration: bool,
-    /// `lhist`'s buckets.
-    pub linear: Option<Linear>,
-    pub key_names: Vec<String>,
-    pub rows: Vec<R>,
-    /// An aggregation without keys and no rows yet: its value before any update (the
-    /// map's zeros).
-    pub unset: Option<State>,
-}
+/// merged) with their states.
+pub use crate::output::AggFigures;
 
 /// Takes the figures the tracing loop publishes (at `Tracing`, every `PUBLISH_EVERY`,
 /// and at the end).

@@ -554,15 +554,8 @@ fn snapshot(
                 false => None,
             };
             figures::AggFigures {
-                name: a.name.clone(),
-                session: s.label.clone(),
-                title: a.title.clone(),
-                func: a.func,
-                duration: a.duration,
-                linear: a.linear,
-                key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
-                rows,
                 unset,
+                ..figures::AggFigures::of(&s.label, a, rows)
             }
         })
         .collect();

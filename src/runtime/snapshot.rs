@@ -110,16 +110,8 @@ impl AggSnapshot {
                 .then_with(|| format!("{:?}", x.keys).cmp(&format!("{:?}", y.keys)))
         });
         AggResult {
-            session: session.to_string(),
-            name: a.name.clone(),
-            title: a.title.clone(),
-            func: a.func,
-            duration: a.duration,
-            linear: a.linear,
-            key_names: a.keys.iter().map(|k| k.name.clone()).collect(),
-            rows,
             interval,
-            missed: 0,
+            ..AggResult::of(session, a, rows)
         }
     }
 }

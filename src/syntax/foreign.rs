@@ -415,24 +415,29 @@ fn has_word(text: &str, word: &str) -> bool {
         .any(|w| w == word)
 }
 
+/// `text`'s characters with their offsets, each with whether it is code (outside a
+/// string literal, the quotes included in the string).
+fn code_chars(text: &str) -> impl Iterator<Item = (usize, char, bool)> + '_ {
+    let (mut in_string, mut escaped) = (false, false);
+    text.char_indices().map(move |(i, c)| {
+        let code = !in_string && c != '"';
+        match c {
+            _ if in_string && escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            _ => {}
+        }
+        (i, c, code)
+    })
+}
+
 /// The offset of the `close` that ends what is open at the start of `text` (just after
 /// its `open`), strings skipped.
 fn matching_close(text: &str, open: char, close: char) -> Option<usize> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, c) in text.char_indices() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
+    for (i, c, code) in code_chars(text) {
         match c {
-            '"' => in_string = true,
+            _ if !code => {}
             c if c == open => depth += 1,
             c if c == close && depth == 0 => return Some(i),
             c if c == close => depth -= 1,
@@ -446,27 +451,16 @@ fn matching_close(text: &str, open: char, close: char) -> Option<usize> {
 fn split_top(text: &str, seps: &[char]) -> Vec<String> {
     let mut parts = vec![String::new()];
     let mut depth = 0i32;
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in text.chars() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
+    for (_, c, code) in code_chars(text) {
+        match c {
+            _ if !code => {}
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            c if depth == 0 && seps.contains(&c) => {
+                parts.push(String::new());
+                continue;
             }
-        } else {
-            match c {
-                '"' => in_string = true,
-                '(' | '[' | '{' => depth += 1,
-                ')' | ']' | '}' => depth -= 1,
-                c if depth == 0 && seps.contains(&c) => {
-                    parts.push(String::new());
-                    continue;
-                }
-                _ => {}
-            }
+            _ => {}
         }
         if let Some(last) = parts.last_mut() {
             last.push(c);
