@@ -142,22 +142,12 @@ type FuncIndex = HashMap<u64, TypeId, BuildHasherDefault<PreHashed>>;
 /// quarter of building the index (both well under a few ms for a full vmlinux).
 const SCAN_LOOKUPS: u32 = 4;
 
-/// Hash of a name for the function index (FxHash-style over 8-byte words, then a 64-bit
-/// finalizer so every bit is mixed).
+/// Hash of a name for the function index (rustc's FxHash; the index keeps the hash, not
+/// the name, and `function_id` checks the name it finds).
 fn name_hash(name: &[u8]) -> u64 {
-    let mut h: u64 = name.len() as u64;
-    let mut chunks = name.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(<[u8; 8]>::try_from(c).unwrap_or_default());
-        h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    let mut last = [0u8; 8];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    h = (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(0x517c_c1b7_2722_0a95);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(name);
+    h.finish()
 }
 
 /// Every offset at which `needle` occurs in `hay` (none for an empty needle). Occurrences
