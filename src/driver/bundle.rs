@@ -276,16 +276,74 @@ pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<()
     // The kernel (libbpf) finds the functions as it loads: a function it lacks fails the
     // load, and only then are the names looked up, for a message that names the one
     // missing (a lookup per function would cost every start a pass over the BTF).
-    let result = run_object(program, &bundle.objects[variant.object], mode, opts);
+    // A glob or list matched on the build machine: the functions this kernel lacks are
+    // left out (with a warning), the rest traced.
+    let object = &bundle.objects[variant.object];
+    let result = run_object(program, object, mode, opts, &[]);
     if let Err(Error::Runtime(_)) = &result {
-        check_functions(program, &kernel)?;
+        let absent = absent_functions(program, &kernel)?;
+        if !absent.is_empty() {
+            return run_object(program, object, mode, opts, &absent);
+        }
     }
     result
 }
 
-/// Every function the bundle's sessions attach to is in the running kernel.
+/// The functions of several-function sessions (globs, lists) that the running kernel
+/// lacks, as (session, target), each session's said in a warning; an error when a
+/// session would trace nothing, or when a one-function session's function or a span's
+/// end is missing.
+fn absent_functions(
+    program: &Program,
+    kernel: &dyn KernelTypes,
+) -> Result<Vec<(usize, usize)>, Error> {
+    check_functions(program, kernel)?;
+    let mut absent = Vec::new();
+    for s in program
+        .sessions
+        .iter()
+        .filter(|s| s.several && s.span.is_none())
+    {
+        let missing: Vec<(usize, &str)> = s
+            .targets
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| kernel.function(&t.func).is_none())
+            .map(|(i, t)| (i, t.func.as_str()))
+            .collect();
+        if missing.is_empty() {
+            continue;
+        }
+        if missing.len() == s.targets.len() {
+            return Err(Error::BundleMissingFunction {
+                session: s.label.clone(),
+                func: format!("function {}", missing[0].1),
+                kernel: kernel.describe(),
+            });
+        }
+        const NAMED: usize = 5;
+        let names: Vec<&str> = missing.iter().take(NAMED).map(|m| m.1).collect();
+        let more = match missing.len().saturating_sub(NAMED) {
+            0 => String::new(),
+            n => format!(" and {n} more"),
+        };
+        crate::stderr_line!(
+            "fslat: warning: session {}: {} of its {} functions are not in {}, traced without them: {}{more}",
+            s.label,
+            missing.len(),
+            s.targets.len(),
+            kernel.describe(),
+            names.join(", ")
+        );
+        absent.extend(missing.iter().map(|m| (s.index, m.0)));
+    }
+    Ok(absent)
+}
+
+/// Every function the bundle's one-function sessions attach to, and both ends of its
+/// spans, are in the running kernel.
 fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Error> {
-    for s in &program.sessions {
+    for s in program.sessions.iter().filter(|s| !s.several) {
         // A span's target is its END, which may be a tracepoint.
         let names: Vec<(&str, bool)> = match &s.span {
             Some(span) => vec![

@@ -266,7 +266,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
         && let Some((mode, program, object)) = warm::lookup(cache, key)
     {
         report_pid_of_threaded_process(&program);
-        return run_object(&program, &object, mode, opts);
+        return run_object(&program, &object, mode, opts, &[]);
     }
     // The parse needs no kernel.
     if emit == Some(Emit::Ast) {
@@ -314,7 +314,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
             if let Some((cache, key)) = &warm {
                 warm::store(cache, key, mode, &program, &object);
             }
-            run_object(&program, &object, mode, opts)
+            run_object(&program, &object, mode, opts, &[])
         }
     }
 }

@@ -24,7 +24,7 @@ pub fn compile_and_run(
 ) -> Result<(), Error> {
     check_stack_output(&compiled.program, opts)?;
     let object = compiler.compile(&compiled.c)?;
-    run_object(&compiled.program, &object, compiled.mode, opts)
+    run_object(&compiled.program, &object, compiled.mode, opts, &[])
 }
 
 /// How often `--otlp` pushes without `-i` (with it, once every interval).
@@ -36,6 +36,7 @@ pub fn run_object(
     object: &[u8],
     mode: Mode,
     opts: &Options,
+    absent: &[(usize, usize)],
 ) -> Result<(), Error> {
     interrupted()?;
     check_stack_output(program, opts)?;
@@ -127,6 +128,7 @@ pub fn run_object(
             Some(_) => crate::sys::cap::set(&[crate::sys::cap::DAC_OVERRIDE]),
             None => 0,
         }),
+        absent: absent.to_vec(),
     };
     let mut writer = writer(opts, program)?;
     let child = std::cell::RefCell::new(child);

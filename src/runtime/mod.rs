@@ -15,7 +15,7 @@ mod user;
 pub use errors::RuntimeError;
 
 use crate::check::counters::{self, Shown, Source};
-use crate::check::program::{Aggregation, FieldKind, Program};
+use crate::check::program::{Aggregation, FieldKind, Program, Session};
 use crate::check::resources::{self, Mode, ProgRole, Setting};
 use crate::output::interval::IntervalStamp;
 use crate::output::{AggResult, Decoder, Summary, Writer};
@@ -56,6 +56,11 @@ pub struct Settings {
     /// what the rest of the run needs (runtime/privileges.rs); `None`: keep them all (the
     /// REPL loads the next program).
     pub keep_after_attach: Option<u64>,
+    /// Functions of the program this kernel lacks, as (session index, target index): a
+    /// bundle's glob or list matched on the machine that built it. Their programs are not
+    /// loaded, multi-attach links leave them out (the others keep their cookies), and
+    /// the summary's `functions` counts the rest.
+    pub absent: Vec<(usize, usize)>,
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 256 * 1024;
@@ -135,8 +140,13 @@ pub fn run(
     // kernel's BTF, by session index.
     let mut vmlinux = None;
     let mut plans = HashMap::new();
+    let absent = |p: &resources::Prog| settings.absent.contains(&(p.session, p.target));
     for mut prog in open.progs_mut() {
         let found = progs.get(&*prog.name().to_string_lossy());
+        if found.is_some_and(|p| p.role != ProgRole::Multi && absent(p)) {
+            prog.set_autoload(false);
+            continue;
+        }
         let user = found
             .and_then(|p| program.sessions.get(p.session))
             .is_some_and(|s| s.user.is_some());
@@ -153,8 +163,9 @@ pub fn run(
                 Some(btf) => btf,
                 None => vmlinux.insert(crate::sys::bpf::VmlinuxBtf::load().map_err(failed)?),
             };
-            let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
-            let plan = multi::plan(btf, settings.mode.of_session(s), &funcs).map_err(failed)?;
+            let (funcs, cookies) = present(s, settings);
+            let plan =
+                multi::plan(btf, settings.mode.of_session(s), &funcs, cookies).map_err(failed)?;
             multi::prepare(&mut prog, &plan).map_err(|e| failed(e.to_string()))?;
             plans.insert(s.index, plan);
         }
@@ -172,7 +183,9 @@ pub fn run(
         for prog in obj.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
             let found = progs.get(&name);
-            if found.is_some_and(|p| p.role == ProgRole::Exit) != exits {
+            if found.is_some_and(|p| p.role == ProgRole::Exit) != exits
+                || found.is_some_and(|p| p.role != ProgRole::Multi && absent(p))
+            {
                 continue;
             }
             if let Some((p, s)) = found.and_then(|p| {
@@ -196,8 +209,7 @@ pub fn run(
                 .and_then(|p| program.sessions.get(p.session))
                 .filter(|s| settings.mode.of_session(s) == Mode::KprobeSession)
             {
-                let funcs: Vec<String> = s.targets.iter().map(|t| t.func.clone()).collect();
-                let cookies: Vec<u64> = (0..funcs.len() as u64).collect();
+                let (funcs, cookies) = present(s, settings);
                 let link = crate::sys::bpf::attach_kprobe_session(&prog, &funcs, &cookies)
                     .map_err(|e| RuntimeError::KprobeAttach {
                         session: s.label.clone(),
@@ -519,7 +531,7 @@ fn summaries(
                     .offset()
                     .map(|at| per_cpu.iter().map(|cpu| u64_at(cpu, at / 8)).sum()),
                 Source::Events => Some(events[s.index]),
-                Source::Functions => Some(s.targets.len() as u64),
+                Source::Functions => Some(present(s, settings).0.len() as u64),
                 Source::Missed => missed.get(s.index).copied().flatten(),
                 Source::InFlight => obj
                     .maps()
@@ -531,6 +543,17 @@ fn summaries(
         out.push(summary);
     }
     Ok(out)
+}
+
+/// The functions of session `s` this kernel has (all but `Settings::absent`), each with
+/// its cookie: its index among the session's functions, which the program's tables use.
+fn present(s: &Session, settings: &Settings) -> (Vec<String>, Vec<u64>) {
+    s.targets
+        .iter()
+        .enumerate()
+        .filter(|(t, _)| !settings.absent.contains(&(s.index, *t)))
+        .map(|(t, target)| (target.func.clone(), t as u64))
+        .unzip()
 }
 
 /// The figures `--listen` and `--otlp` export, as they stand now.
@@ -660,6 +683,7 @@ mod tests {
             verbose: false,
             metrics: None,
             keep_after_attach: None,
+            absent: Vec::new(),
         };
         // `struct fslat_settings { __u32 target_tgid; __u64 target_cgroup; __u32
         // under_level; __u64 under_cgroup; }`: each u64 is 8-aligned, after 4 bytes of

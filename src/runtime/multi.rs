@@ -19,10 +19,18 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 pub struct Plan {
     attach_type: u32,
     ids: Vec<u32>,
+    /// Each function's cookie (its index in the program's tables).
+    cookies: Vec<u64>,
 }
 
-/// The plan for a session in `mode` over the functions `funcs`, from `btf`.
-pub fn plan(btf: &bpf::VmlinuxBtf, mode: Mode, funcs: &[String]) -> Result<Plan, String> {
+/// The plan for a session in `mode` over the functions `funcs`, function `i` with cookie
+/// `cookies[i]`, from `btf`.
+pub fn plan(
+    btf: &bpf::VmlinuxBtf,
+    mode: Mode,
+    funcs: &[String],
+    cookies: Vec<u64>,
+) -> Result<Plan, String> {
     let attach_type = btf.attach_type(match mode {
         Mode::FexitMulti => "BPF_TRACE_FEXIT_MULTI",
         _ => "BPF_TRACE_FSESSION_MULTI",
@@ -30,6 +38,7 @@ pub fn plan(btf: &bpf::VmlinuxBtf, mode: Mode, funcs: &[String]) -> Result<Plan,
     Ok(Plan {
         attach_type,
         ids: btf.function_ids(funcs)?,
+        cookies,
     })
 }
 
@@ -38,11 +47,16 @@ pub fn prepare(prog: &mut OpenProgramMut, plan: &Plan) -> io::Result<()> {
     bpf::set_tracing_attach_type(prog, plan.attach_type)
 }
 
-/// Attaches the loaded program `prog` to the plan's functions; function `i` gets cookie
-/// `i`. The link lives as long as the returned descriptor.
+/// Attaches the loaded program `prog` to the plan's functions, each with its cookie. The
+/// link lives as long as the returned descriptor.
 pub fn attach(prog: BorrowedFd, plan: &Plan) -> io::Result<OwnedFd> {
     // Ascending ids, each with its cookie, so the kernel's own sort changes nothing.
-    let mut pairs: Vec<(u32, u64)> = plan.ids.iter().copied().zip(0u64..).collect();
+    let mut pairs: Vec<(u32, u64)> = plan
+        .ids
+        .iter()
+        .copied()
+        .zip(plan.cookies.iter().copied())
+        .collect();
     pairs.sort_unstable();
     let sorted_ids: Vec<u32> = pairs.iter().map(|p| p.0).collect();
     let cookies: Vec<u64> = pairs.iter().map(|p| p.1).collect();
