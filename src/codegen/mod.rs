@@ -27,9 +27,16 @@ pub const AGG_ENTRIES: u32 = 10240;
 pub const PCT_ENTRIES: u32 = 1024;
 
 /// fslat's templates: (name, text). `program` is the whole object; the others are its
-/// partials (`{{> NAME}}`).
+/// partials (`{{> NAME}}`). Its first part is three templates, not one, because the
+/// compilation's cost grows with the square of a template's length (a line and column
+/// for each element, counted from the start of its text).
 const TEMPLATE_TEXTS: &[(&str, &str)] = &[
     ("program", include_str!("../../templates/program.bpf.c.hbs")),
+    ("layouts", include_str!("../../templates/layouts.bpf.c.hbs")),
+    (
+        "declarations",
+        include_str!("../../templates/declarations.bpf.c.hbs"),
+    ),
     (
         "fsession",
         include_str!("../../templates/fsession.bpf.c.hbs"),
@@ -88,8 +95,7 @@ static TEMPLATES: LazyLock<std::sync::Mutex<Handlebars<'static>>> = LazyLock::ne
 
 /// `program` rendered from `data`, with the templates it uses compiled first: the
 /// partials each session's shape picks (as `program`'s `{{#if span}}...{{else}}` chain
-/// does) and, from their text, the partials those include (`program`'s text names every
-/// shape's).
+/// does) and, from their text, the partials those include.
 fn render(data: &ProgramData) -> String {
     let mut wanted = vec!["program"];
     if !data.aggregations.is_empty() {
@@ -119,13 +125,21 @@ fn render(data: &ProgramData) -> String {
             .expect("templates include only fslat's own templates");
         hb.register_template_string(name, text)
             .expect("fslat's own templates are valid handlebars");
-        if name != "program" {
-            wanted.extend(partials_of(text));
-        }
+        wanted.extend(partials_of(text).filter(|p| !SHAPES.contains(p)));
     }
     hb.render("program", data)
         .expect("the template data always has every field the templates use")
 }
+
+/// The partials `program` picks by the data (`render`), not by its text alone.
+const SHAPES: [&str; 6] = [
+    "aggregation_map",
+    "span",
+    "fexit",
+    "fentry",
+    "fsession_multi",
+    "fsession",
+];
 
 /// The partials a template's text includes (`{{> NAME ...}}`).
 fn partials_of(text: &str) -> impl Iterator<Item = &str> {
