@@ -187,3 +187,29 @@ fn kprobe_sessions_read_registers_and_compile() {
         panic!("{e}\n{c}");
     }
 }
+
+/// Templates are compiled when a program first needs them: every partial a template
+/// includes is one of fslat's, found by name in its text.
+#[test]
+fn every_partial_a_template_includes_is_a_known_template() {
+    let names: Vec<&str> = super::TEMPLATE_TEXTS.iter().map(|(n, _)| *n).collect();
+    let mut included = 0;
+    for (name, text) in super::TEMPLATE_TEXTS {
+        for partial in super::partials_of(text) {
+            assert!(
+                names.contains(&partial),
+                "{name} includes unknown {partial}"
+            );
+            included += 1;
+        }
+    }
+    assert!(
+        included >= 20,
+        "partials_of found only {included} inclusions"
+    );
+    assert_eq!(
+        super::partials_of("a {{> entry_filter reject=\"\"}} b {{>return_phase}}")
+            .collect::<Vec<_>>(),
+        ["entry_filter", "return_phase"]
+    );
+}
