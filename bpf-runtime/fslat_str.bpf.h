@@ -56,6 +56,17 @@ static __always_inline __u64 fslat_user_read(__u64 addr, __u32 size)
 	return v;
 }
 
+/* A bundle's string argument (`const volatile` in .rodata, written before load): its
+ * address hidden from clang, which would otherwise fold reads through a plain pointer to
+ * the all-zero initial value instead of what fslat wrote. */
+static __always_inline const char *fslat_arg_str(const volatile char *s)
+{
+	const char *p = (const char *)s;
+
+	barrier_var(p);
+	return p;
+}
+
 /* Compares two NUL-terminated strings over at most n bytes. */
 static __always_inline bool fslat_streq(const char *a, const char *b, __u32 n)
 {

@@ -1371,11 +1371,72 @@ fn a_bundle_of_another_fslat_version_or_architecture_is_refused() {
 }
 
 #[test]
-fn a_bundles_arguments_are_fixed_when_it_is_built() {
+fn a_bundle_takes_its_arguments_at_run_time_and_refuses_ones_that_do_not_fit() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (path, btf) = fixture_bundle(dir.path(), "session vfs_read where ret == $1", &["5"]);
-    let err = refused(&fslat(&[&path, "7", "--btf", &btf]), "the bundle");
-    assert!(err.contains("was built with the arguments [5]"), "{err}");
+    let script = "session vfs_read where count == $1 and comm == $2 and latency >= $3 { lhist(count, 0, $4, 1) }";
+    let (path, btf) = fixture_bundle(dir.path(), script, &["1", "bash", "1ms", "10"]);
+    let long = "x".repeat(64);
+    for (args, message) in [
+        (
+            vec!["1", "bash", "1ms", "20"],
+            "`$4` is fixed at `10` in this bundle (lhist's bounds compiled in when it was built), and this run gives `20`",
+        ),
+        (
+            vec!["x", "bash", "1ms", "10"],
+            "`$1` is an integer in this bundle, and `x` is not one",
+        ),
+        (
+            vec!["1", "bash", "5", "10"],
+            "`$3` is a duration in this bundle, and `5` is not one",
+        ),
+        (
+            vec!["1", &long, "1ms", "10"],
+            "`$2` holds at most 63 bytes in this bundle, and `xxxx",
+        ),
+        (
+            vec!["1"],
+            "`$2` is not given: the program reads it, and this run has 1 argument",
+        ),
+    ] {
+        let mut argv = vec![path.as_str(), "--btf", &btf];
+        argv.extend(&args);
+        let err = refused(&fslat(&argv), &format!("the bundle's arguments: {message}"));
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
+fn a_bundle_is_built_without_arguments_unless_one_is_compiled_in() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (path, _) = fixture_bundle(
+        dir.path(),
+        "session vfs_read where ret == $1 and $# == 1",
+        &[],
+    );
+    let bytes = std::fs::read(&path).expect("the bundle");
+    let b = fslat::bundle::Bundle::decode(&bytes).expect("a good bundle");
+    let program = b.variants[0].program.as_ref().expect("a program");
+    let names: Vec<String> = program.args.iter().map(|a| a.name()).collect();
+    assert_eq!(names, ["$#", "$1"]);
+    // An lhist bound is compiled in: `fslat build` needs its value.
+    let btf = dir.path().join("vmlinux-fixture");
+    let src = dir.path().join("h.fsl");
+    std::fs::write(&src, "session vfs_read { lhist(count, 0, $1, 1) }").expect("write");
+    let out = fslat(&[
+        "build",
+        src.to_str().expect("utf-8"),
+        "--btf",
+        btf.to_str().expect("utf-8"),
+        "-o",
+        dir.path().join("h.fslb").to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).starts_with(
+            "error[F0409]: `$1` sets lhist's bounds, which a bundle compiles in, and `fslat build` was not given it"
+        ),
+        "{out:?}"
+    );
 }
 
 #[test]

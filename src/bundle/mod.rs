@@ -46,7 +46,8 @@ pub struct Variant {
 struct Header {
     fslat: String,
     arch: String,
-    /// The script's `$1`.. arguments, fixed when it was built.
+    /// The words `fslat build` was given for `$1`..: examples that type the arguments a
+    /// run gives (and values where the program compiles them in).
     args: Vec<String>,
     /// The script's name, for messages.
     name: String,

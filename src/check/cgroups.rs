@@ -3,7 +3,7 @@
 //! (`cgroup_path`, `unit`, `container`, `pod`) refused as values.
 
 use super::program::*;
-use super::{Checked, Checker, Reported};
+use super::{Checked, Checker, Reported, Scope};
 use crate::cgroups::{self, CgroupView};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::syntax::ast::{self, BinOp, Span};
@@ -36,6 +36,7 @@ impl Checker<'_> {
     /// `cgroup == "PATH"` (or `!=`): the string becomes PATH's cgroup id.
     pub(super) fn cgroup_path_operands(
         &mut self,
+        scope: &Scope,
         op: BinOp,
         l: Expr,
         r: Expr,
@@ -46,6 +47,17 @@ impl Checker<'_> {
             return Ok((l, r));
         }
         let cgroup = ExprKind::Builtin(Builtin::Cgroup);
+        // A bundle's `$1` as the path: the path is resolved now, so its value is compiled in.
+        let path_arg = |e: &Expr| matches!((&e.kind, &e.ty), (ExprKind::Arg(_), Ty::Str { .. }));
+        let (l, r) = match (&l.kind, &r.kind) {
+            (k, _) if *k == cgroup && path_arg(&r) => {
+                (l, self.compiled_in(scope, rhs, "a cgroup path")?)
+            }
+            (_, k) if *k == cgroup && path_arg(&l) => {
+                (self.compiled_in(scope, lhs, "a cgroup path")?, r)
+            }
+            _ => (l, r),
+        };
         let id = |c: cgroups::Cgroup| Expr {
             ty: Ty::Int(Scalar {
                 size: 8,

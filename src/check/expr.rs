@@ -40,7 +40,7 @@ impl Checker<'_> {
             }),
             K::Name(name) => self.name(scope, name, e.span.clone()),
             K::Positional(n) => self.positional(*n, e.span.clone()),
-            K::PositionalCount => Ok(self.positional_count()),
+            K::PositionalCount => self.positional_count(e.span.clone()),
             K::Call { func, args } => self.call(scope, func, args, e.span.clone()),
             K::Member { base, arrow, field } => self.member(scope, base, *arrow, field),
             K::Unary { op, expr } => self.unary(scope, *op, expr, e.span.clone()),

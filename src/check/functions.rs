@@ -28,6 +28,10 @@ pub struct Options {
     pub traceable: Option<Rc<Rule>>,
     /// The script's command-line arguments, `$1` first.
     pub args: Vec<String>,
+    /// `$1`.. and `$#` are read at run time (a bundle's program, `Program::args`), typed
+    /// by the words in `args` where given (else integers), and compiled in only where
+    /// the checker needs their value; otherwise each is the constant `args` gives.
+    pub runtime_args: bool,
     /// Where user-space sessions find their files (-p, -c).
     pub lookup: crate::elf::Lookup,
     /// How user-space sessions run when `--mode` says (else the best the kernel has).
@@ -43,6 +47,7 @@ impl Default for Options {
             max_functions: DEFAULT_MAX_FUNCTIONS,
             traceable: None,
             args: Vec::new(),
+            runtime_args: false,
             lookup: crate::elf::Lookup::default(),
             user_mode: None,
         }

@@ -25,7 +25,7 @@ impl Checker<'_> {
             .zip(&a.more_args)
             .zip(&mut bounds)
         {
-            let v = self.expr(scope, e)?;
+            let v = self.compiled_in(scope, e, "lhist's bounds")?;
             let value = match (&v.kind, &v.ty) {
                 (ExprKind::Int(n), Ty::Duration) if duration => Some(*n),
                 // Zero is zero in every unit: `lhist(latency, 0, 100us, 10us)`, as a

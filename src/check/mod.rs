@@ -76,6 +76,8 @@ pub fn check_with(
         user: None,
         span_start: None,
         in_span: false,
+        args: BTreeMap::new(),
+        fixing: None,
     };
     let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
     let mut per_func: HashMap<&str, usize> = HashMap::new();
@@ -108,6 +110,7 @@ pub fn check_with(
         uses_kstack: cx.uses_kstack,
         uses_ustack: cx.uses_ustack,
         features: kernel.features(),
+        args: cx.args.into_values().collect(),
     })
 }
 
@@ -134,6 +137,11 @@ struct Checker<'k> {
     span_start: Option<spans::Start>,
     /// While a span is checked: its points are entries, without `ret`.
     in_span: bool,
+    /// The run-time arguments used so far (`Options::runtime_args`), by number.
+    args: BTreeMap<usize, ScriptArg>,
+    /// While an expression whose value is compiled in is checked: what needs it (its
+    /// run-time arguments take the words given now, and are fixed).
+    fixing: Option<String>,
 }
 
 /// What names mean inside one session.

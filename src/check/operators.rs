@@ -106,7 +106,7 @@ impl Checker<'_> {
                 return Err(self.cgroup_name_operand(v, span.clone()));
             }
         }
-        let (l, r) = self.cgroup_path_operands(op, l, r, lhs, rhs)?;
+        let (l, r) = self.cgroup_path_operands(scope, op, l, r, lhs, rhs)?;
         let mismatch = |l: &Expr, r: &Expr| DiagKind::Mismatch {
             op: op.symbol(),
             lhs: l.ty.describe(),
@@ -150,7 +150,13 @@ impl Checker<'_> {
                 }
                 Ok(node(Ty::Bool, l, r, false))
             }
-            (Ty::Str { .. }, _) | (_, Ty::Str { .. }) => Err(self.error(span, mismatch(&l, &r))),
+            (Ty::Str { .. }, _) | (_, Ty::Str { .. }) => {
+                let mut d = Diagnostic::new(span, mismatch(&l, &r));
+                if let Some(hint) = self.untyped_arg_hint(&l, &r, "a string") {
+                    d = d.hint(hint);
+                }
+                Err(self.error_with(d))
+            }
             (Ty::Duration, Ty::Int(_)) | (Ty::Int(_), Ty::Duration)
                 if op.is_comparison() || matches!(op, BinOp::Add | BinOp::Sub | BinOp::Rem) =>
             {
@@ -167,6 +173,9 @@ impl Checker<'_> {
                     });
                 }
                 d = d.hint("durations are written with a unit: 500ns, 250us, 10ms, 2s");
+                if let Some(hint) = self.untyped_arg_hint(&l, &r, "a duration") {
+                    d = d.hint(hint);
+                }
                 Err(self.error_with(d))
             }
             (Ty::Duration, Ty::Duration) => {
@@ -247,6 +256,18 @@ impl Checker<'_> {
             }
             _ => Err(self.error(span, mismatch(&l, &r))),
         }
+    }
+
+    /// For a bundle's `$n` that `fslat build` was given no word for (so an integer) where
+    /// `wanted` would fit: how to give one.
+    fn untyped_arg_hint(&self, l: &Expr, r: &Expr, wanted: &str) -> Option<String> {
+        let n = [l, r].into_iter().find_map(|e| match e.kind {
+            ExprKind::Arg(n) if n > self.opts.args.len() => Some(n),
+            _ => None,
+        })?;
+        Some(format!(
+            "a bundle's `${n}` is an integer unless `fslat build` is given an example of it: give {wanted} as its ARG{n} (`fslat build SCRIPT.fsl ARG1 ... -o FILE`)"
+        ))
     }
 
     fn nonzero_divisor(&mut self, r: &Expr, rhs: &ast::Expr) -> Checked<()> {

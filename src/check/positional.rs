@@ -1,11 +1,16 @@
 //! `$1`, `$2`, ... and `$#`: the script's command-line arguments (`fslat script.fsl 1234
 //! 10ms`), each typed by how it is written, as a literal in the script would be.
+//!
+//! A script run compiles them in as constants. A bundle's program reads them at run time
+//! (`Options::runtime_args`, `ExprKind::Arg`), except where the checker needs a value to
+//! compile the program (`Checker::compiled_in`): there the word given to `fslat build`
+//! is compiled in, and the argument is fixed (`ScriptArg::fixed`).
 
 use super::operators::int_const;
 use super::program::*;
-use super::{Checked, Checker};
+use super::{Checked, Checker, STRING_CAP, Scope};
 use crate::diag::{DiagKind, Diagnostic};
-use crate::syntax::ast::Span;
+use crate::syntax::ast::{self, Span};
 use crate::syntax::{parse_duration, parse_int};
 
 /// What a command-line argument is as a value: an integer (`1234`, `-1`, `0x10`), a
@@ -38,6 +43,18 @@ pub fn argument_value(arg: &str) -> Expr {
     }
 }
 
+/// What a run-time argument is, by the word given when the program is checked: a string
+/// holds at least `STRING_CAP - 1` bytes (more when the word is longer).
+pub fn arg_kind(word: &str) -> ArgKind {
+    match argument_value(word).ty {
+        Ty::Duration => ArgKind::Duration,
+        Ty::Str { .. } => ArgKind::Str {
+            cap: STRING_CAP.max((word.len() as u32 + 1).div_ceil(8) * 8),
+        },
+        _ => ArgKind::Int,
+    }
+}
+
 /// `ARG1 ARG2 ARG3` for 3; past a few, the first two and the last (`$4000000000` must not
 /// spell out four billion words).
 fn args_up_to(n: usize) -> String {
@@ -62,6 +79,9 @@ impl Checker<'_> {
     /// `$n` (`n` from 1).
     pub(super) fn positional(&mut self, n: usize, span: Span) -> Checked<Expr> {
         let given = self.opts.args.len();
+        if n > 0 && self.opts.runtime_args {
+            return self.runtime_arg(n, span);
+        }
         match n.checked_sub(1).and_then(|i| self.opts.args.get(i)) {
             Some(arg) => Ok(argument_value(arg)),
             None if n == 0 => Err(self.error(span, DiagKind::PositionalZero)),
@@ -77,8 +97,58 @@ impl Checker<'_> {
     }
 
     /// `$#`.
-    pub(super) fn positional_count(&self) -> Expr {
-        int_const(self.opts.args.len() as i128)
+    pub(super) fn positional_count(&mut self, span: Span) -> Checked<Expr> {
+        if self.opts.runtime_args {
+            return self.runtime_arg(0, span);
+        }
+        Ok(int_const(self.opts.args.len() as i128))
+    }
+
+    /// `$n` (`$#` for 0) read at run time; where its value is compiled in, the word given
+    /// now, and the argument fixed.
+    fn runtime_arg(&mut self, n: usize, span: Span) -> Checked<Expr> {
+        let word = match n {
+            0 => Some(self.opts.args.len().to_string()),
+            n => self.opts.args.get(n - 1).cloned(),
+        };
+        let kind = match n {
+            0 => ArgKind::Int,
+            _ => word.as_deref().map_or(ArgKind::Int, arg_kind),
+        };
+        self.args.entry(n).or_insert(ScriptArg {
+            n,
+            kind,
+            fixed: None,
+        });
+        let Some(by) = self.fixing.clone() else {
+            return Ok(Expr {
+                ty: kind.ty(),
+                kind: ExprKind::Arg(n),
+            });
+        };
+        let Some(word) = word else {
+            let d = Diagnostic::new(span, DiagKind::PositionalAtBuild { n, by }).hint(format!(
+                "give it after the script: `fslat build SCRIPT.fsl {} -o FILE`; the bundle then runs with that value only",
+                args_up_to(n)
+            ));
+            return Err(self.error_with(d));
+        };
+        if let Some(arg) = self.args.get_mut(&n) {
+            arg.fixed.get_or_insert(FixedArg {
+                word: word.clone(),
+                by,
+            });
+        }
+        Ok(argument_value(&word))
+    }
+
+    /// `e` where its value is compiled in (`by` says what needs it: `lhist's bounds`): a
+    /// bundle's `$n` in it are the words `fslat build` was given, and fixed.
+    pub(super) fn compiled_in(&mut self, scope: &Scope, e: &ast::Expr, by: &str) -> Checked<Expr> {
+        let before = self.fixing.replace(by.to_string());
+        let checked = self.expr(scope, e);
+        self.fixing = before;
+        checked
     }
 }
 

@@ -24,6 +24,72 @@ pub struct Program {
     /// What the kernel the program was checked against can do: codegen picks the code
     /// for it (e.g. plain stores for min/max without BPF atomics).
     pub features: crate::btf::Features,
+    /// The script arguments (`$1`.., `$#`) it takes at run time, by number; empty when
+    /// they were compiled in as constants (a script run: `check::Options::runtime_args`).
+    pub args: Vec<ScriptArg>,
+}
+
+/// A script argument a program takes at run time: fslat writes its value into
+/// `struct fslat_args` (`check::resources::ARGS_SECTION`) before load, where the program
+/// reads it as a `const volatile`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptArg {
+    /// `$n`; 0 is `$#`, how many arguments there are.
+    pub n: usize,
+    pub kind: ArgKind,
+    /// Where the checker needed its value to compile the program (an `lhist` bound, a
+    /// cgroup path), the word it had then and where: a run must give the same value.
+    pub fixed: Option<FixedArg>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FixedArg {
+    pub word: String,
+    /// What needed it (`lhist's bounds`).
+    pub by: String,
+}
+
+/// What a run-time argument is, from the word given when the program was checked (an
+/// integer without one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ArgKind {
+    /// A 64-bit integer (`__s64`).
+    Int,
+    /// A duration in nanoseconds (`__u64`).
+    Duration,
+    /// A string of at most `cap - 1` bytes, NUL-padded (`char [cap]`).
+    Str { cap: u32 },
+}
+
+impl ArgKind {
+    pub fn ty(self) -> Ty {
+        match self {
+            ArgKind::Int => Ty::Int(Scalar {
+                size: 8,
+                signed: true,
+            }),
+            ArgKind::Duration => Ty::Duration,
+            ArgKind::Str { cap } => Ty::Str { cap },
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            ArgKind::Int => "an integer",
+            ArgKind::Duration => "a duration",
+            ArgKind::Str { .. } => "a string",
+        }
+    }
+}
+
+impl ScriptArg {
+    /// `$1`, or `$#`.
+    pub fn name(&self) -> String {
+        match self.n {
+            0 => "$#".into(),
+            n => format!("${n}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -350,6 +416,8 @@ pub enum ExprKind {
     },
     /// The parameter at this position.
     Param(usize),
+    /// A script argument read at run time (`$n`, 0 for `$#`): `Program::args` has it.
+    Arg(usize),
     Ret,
     /// A CO-RE read: from a pointer `base`, follow `path` (groups separated by `->`,
     /// members within a group by `.`). The last member's type is `ty`.

@@ -10,7 +10,7 @@ use crate::check::builtins::{self, C};
 use crate::check::counters::{self, Counter};
 use crate::check::program::*;
 use crate::check::resources::{
-    COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP, REGISTER_ARGS, SCRATCH_FROM, STACK_STRINGS,
+    self, COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP, REGISTER_ARGS, SCRATCH_FROM, STACK_STRINGS,
 };
 use crate::syntax::ast::{BinOp, UnOp};
 use std::collections::{HashMap, HashSet};
@@ -348,6 +348,8 @@ impl<'p> Phase<'p> {
                 format!("(fslat_ancestor_cgroup_id({level}) == {id}ULL)")
             }
             ExprKind::Param(i) => self.param(*i),
+            // A bundle's script argument, written before load.
+            ExprKind::Arg(n) => format!("fslat_args.{}", resources::arg_field(*n)),
             ExprKind::Ret => self.ret_value(),
             ExprKind::Read {
                 base,
@@ -449,6 +451,9 @@ impl<'p> Phase<'p> {
         if let ExprKind::Entry(i) = e.kind {
             return format!("((const char *)&fslat_ev[{}])", self.saved_at(i));
         }
+        if let ExprKind::Arg(n) = e.kind {
+            return format!("fslat_arg_str(fslat_args.{})", resources::arg_field(n));
+        }
         let what = format!("{:?}", e.kind);
         if let Some(buf) = self.strings.get(&what) {
             return buf.clone();
@@ -490,6 +495,16 @@ impl<'p> Phase<'p> {
                 format!(
                     "__builtin_memcpy({dst}, &fslat_ev[{}], {cap});",
                     self.saved_at(*i)
+                )
+            }
+            ExprKind::Arg(n) => {
+                let len = match e.ty {
+                    Ty::Str { cap: have } => have.min(cap),
+                    _ => cap,
+                };
+                format!(
+                    "__builtin_memcpy({dst}, fslat_arg_str(fslat_args.{}), {len});",
+                    resources::arg_field(*n)
                 )
             }
             ExprKind::Str(bytes) => {

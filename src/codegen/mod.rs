@@ -177,6 +177,8 @@ struct ProgramData {
     session_count: usize,
     maps: MapNames,
     settings: SettingsData,
+    /// `struct fslat_args`, a bundle's script arguments; none when they are constants.
+    args: Option<ArgsData>,
     /// `struct fslat_counters`, from `check::counters`.
     counters: Vec<LayoutField>,
     /// Each of those fields by its name: templates spell a counter `{{@root.counter.NAME}}`,
@@ -232,6 +234,21 @@ struct SettingsData {
     section: &'static str,
     fields: Vec<LayoutField>,
     size: usize,
+}
+
+#[derive(Serialize)]
+struct ArgsData {
+    section: &'static str,
+    fields: Vec<ArgFieldData>,
+    size: usize,
+}
+
+#[derive(Serialize)]
+struct ArgFieldData {
+    name: String,
+    decl: String,
+    offset: usize,
+    about: String,
 }
 
 /// A field of a struct both sides read, with where fslat expects it.
@@ -553,6 +570,20 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
                 .collect(),
             size: Setting::struct_size(),
         },
+        args: (!program.args.is_empty()).then(|| ArgsData {
+            section: resources::ARGS_SECTION,
+            fields: program
+                .arg_fields()
+                .iter()
+                .map(|f| ArgFieldData {
+                    name: resources::arg_field(f.arg.n),
+                    decl: f.decl(),
+                    offset: f.offset,
+                    about: f.arg.name(),
+                })
+                .collect(),
+            size: program.args_size(),
+        }),
         counters: counters::in_bpf()
             .map(|c| LayoutField {
                 name: c.name,

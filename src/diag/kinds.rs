@@ -123,6 +123,12 @@ pub enum DiagKind {
         given: usize,
     },
     PositionalZero,
+    /// A bundle's `$n` where its value is compiled in (`by`), and `fslat build` was not
+    /// given it.
+    PositionalAtBuild {
+        n: usize,
+        by: String,
+    },
     BadLhist {
         reason: String,
     },
@@ -311,6 +317,7 @@ impl DiagKind {
             PositionalZero => "F0406",
             KernelOnlyName { .. } => "F0407",
             CgroupNotFound { .. } => "F0408",
+            PositionalAtBuild { .. } => "F0409",
             NoSuchField { .. } => "F0501",
             ArrowOnValue { .. } => "F0502",
             DotOnPointer { .. } => "F0503",
@@ -481,6 +488,9 @@ impl DiagKind {
                 if *given == 1 { "" } else { "s" }
             ),
             PositionalZero => "script arguments count from `$1`".into(),
+            PositionalAtBuild { n, by } => format!(
+                "`${n}` sets {by}, which a bundle compiles in, and `fslat build` was not given it"
+            ),
             BadLhist { reason } => format!("lhist(): {reason}"),
             KeyNeedsName => "this key needs a name: add `as NAME`".into(),
             DuplicateKey { name } => format!("the aggregation already has a key `{name}`"),

@@ -98,13 +98,14 @@ pub fn build(name: &str, text: &str, out: &std::path::Path, opts: &Options) -> R
     let rule = Rc::new(traceability(opts));
     // The build machine's own profile first: its diagnostics are the script's.
     let mode = resolve_mode(ModeChoice::Auto, &kernel)?;
-    let (program, _) = compile_script(
-        name,
-        text,
-        &kernel,
-        mode,
-        check_options(opts, rule.clone(), &kernel)?,
-    )?;
+    // `$1`.. are read at run time, typed by the words given here (examples).
+    let options = |kernel: &dyn KernelTypes| {
+        check_options(opts, rule.clone(), kernel).map(|o| crate::check::Options {
+            runtime_args: true,
+            ..o
+        })
+    };
+    let (program, _) = compile_script(name, text, &kernel, mode, options(&kernel)?)?;
     if let Some(s) = program.sessions.iter().find(|s| s.user.is_some()) {
         return Err(Error::BundleUserSession(s.label.clone()));
     }
@@ -128,14 +129,12 @@ pub fn build(name: &str, text: &str, out: &std::path::Path, opts: &Options) -> R
             {
                 continue;
             }
-            let checked = check_options(opts, rule.clone(), &profile)
-                .map_err(|e| e.to_string())
-                .and_then(|o| {
-                    crate::compile_with(text, &profile, mode, o).map_err(|diags| {
-                        let source = crate::diag::Source { name, text };
-                        crate::diag::render(&source, &diags, false)
-                    })
-                });
+            let checked = options(&profile).map_err(|e| e.to_string()).and_then(|o| {
+                crate::compile_with(text, &profile, mode, o).map_err(|diags| {
+                    let source = crate::diag::Source { name, text };
+                    crate::diag::render(&source, &diags, false)
+                })
+            });
             let (program, object) = match checked {
                 Ok((program, c)) => {
                     let at = match sources.iter().position(|s| *s == c) {
@@ -249,11 +248,12 @@ fn choose<'a>(bundle: &'a Bundle, mode: Mode, kernel: &dyn KernelTypes) -> Optio
 /// clang.
 pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<(), Error> {
     super::interrupted()?;
-    if !opts.script_args.is_empty() && opts.script_args != bundle.args {
-        return Err(Error::BundleArgs {
-            path: path.display().to_string(),
-            built: bundle.args.clone(),
-        });
+    // Every profile's program takes the same arguments: they are checked before the
+    // kernel's types are read.
+    if let Some(program) = bundle.variants.iter().find_map(|v| v.program.as_ref().ok()) {
+        program
+            .args_image(&opts.script_args)
+            .map_err(Error::BundleArgs)?;
     }
     if let Some(pid) = opts.pid {
         super::target::check_process(pid)?;

@@ -113,11 +113,8 @@ pub enum Error {
         "a bundle cannot hold the user-space session {0}: its file and function offsets are this machine's; run the script itself where it traces"
     )]
     BundleUserSession(String),
-    #[error(
-        "the bundle {path} was built with the arguments [{}]; a bundle's $1.. are fixed when it is built: run it without arguments, or build it again with `fslat build SCRIPT ARGS -o FILE`",
-        built.join(" ")
-    )]
-    BundleArgs { path: String, built: Vec<String> },
+    #[error("the bundle's arguments: {0}")]
+    BundleArgs(crate::check::resources::ArgError),
     #[error(
         "the bundle {path} has no program for {mode} mode on {kernel}; rebuild it with this fslat, or choose another --mode"
     )]

@@ -59,6 +59,7 @@ fn check_options(
         max_functions: opts.max_functions,
         traceable: Some(traceable),
         args: opts.script_args.clone(),
+        runtime_args: false,
         lookup: crate::elf::Lookup {
             pid: opts.pid,
             command: opts.cmd.clone(),

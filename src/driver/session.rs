@@ -40,6 +40,10 @@ pub fn run_object(
 ) -> Result<(), Error> {
     interrupted()?;
     check_stack_output(program, opts)?;
+    // A bundle's `$1`..; a script's are constants in the program (none here).
+    let args = program
+        .args_image(&opts.script_args)
+        .map_err(Error::BundleArgs)?;
     let started = (
         crate::output::interval::IntervalStamp::now(0),
         std::time::Instant::now(),
@@ -113,6 +117,7 @@ pub fn run_object(
     };
     let settings = Settings {
         mode,
+        args,
         target_tgid,
         target_cgroup: cgroup.as_ref().map_or(0, CommandCgroup::id),
         under_cgroup: opts.cgroup,

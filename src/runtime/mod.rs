@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub mode: Mode,
+    /// The initial value of `struct fslat_args` (`Program::args_image`); empty when the
+    /// program takes no arguments at run time.
+    pub args: Vec<u8>,
     /// 0: every process.
     pub target_tgid: u32,
     /// A cgroup v2 id: trace only its tasks (`-c`); 0: any cgroup.
@@ -115,6 +118,12 @@ pub fn run(
                     "struct fslat_settings in its section",
                 ))?;
             write_settings(data, settings);
+        } else if name == resources::ARGS_SECTION {
+            let data = map
+                .initial_value_mut()
+                .filter(|d| d.len() >= settings.args.len())
+                .ok_or(RuntimeError::Missing("struct fslat_args in its section"))?;
+            data[..settings.args.len()].copy_from_slice(&settings.args);
         } else if name == resources::EVENTS_MAP {
             map.set_max_entries(settings.ring_size)
                 .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;
@@ -669,6 +678,7 @@ mod tests {
     fn settings_land_where_the_generated_struct_has_them() {
         let settings = Settings {
             mode: Mode::Fsession,
+            args: Vec::new(),
             target_tgid: 0x1122_3344,
             target_cgroup: 0x5566_7788_99aa_bbcc,
             under_cgroup: Some(crate::cgroups::Cgroup {
