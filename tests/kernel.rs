@@ -710,6 +710,9 @@ struct Case {
     bundle: bool,
     /// `BUNDLE only`: the case runs from its bundle and not as a script.
     bundle_only: bool,
+    /// `BUNDLE_BUILD words…`: what `fslat build` gets after the script (examples that
+    /// type `$1`..).
+    bundle_build: Vec<String>,
     /// fslat runs with no clang on PATH and `FSLAT_CLANG` naming none (the bundle run).
     no_clang: bool,
     stop: Stop,
@@ -733,6 +736,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut guest_clang = false;
     let mut bundle = false;
     let mut bundle_only = false;
+    let mut bundle_build = Vec::new();
     let mut stop = None;
     let mut timeout = None;
     let mut exit = None;
@@ -855,6 +859,11 @@ fn parse_case(text: &str) -> Result<Case, String> {
                     _ => return Err(err(format!("BUNDLE {rest:?}: nothing, or `only`"))),
                 };
             }
+            "BUNDLE_BUILD" => {
+                need("the words `fslat build` gets after the script")?;
+                once(!bundle_build.is_empty())?;
+                bundle_build = split_args(rest)?;
+            }
             "ARGS" => {
                 need("arguments")?;
                 args.extend(split_args(rest)?);
@@ -960,6 +969,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
         guest_clang,
         bundle,
         bundle_only,
+        bundle_build,
         no_clang: false,
         stop: stop.unwrap_or(Stop::Int),
         timeout: timeout.unwrap_or(Duration::from_secs(60)),
@@ -1362,7 +1372,7 @@ fn user_programs_dir() -> String {
     format!("{MANIFEST_DIR}/target/fslat-user")
 }
 
-/// Where `build_bundles` puts each `BUNDLE` case's bundle (`STEM.fslb`).
+/// Where `build_bundles` puts the `BUNDLE` cases' bundles (`bundle_file`).
 fn bundles_dir() -> String {
     format!("{MANIFEST_DIR}/target/fslat-bundles")
 }
@@ -1390,9 +1400,33 @@ fn bundle_source(case: &Case, stem: &str) -> Result<(PathBuf, Vec<String>), Stri
     }
 }
 
-/// The bundle run of a `BUNDLE` case: `fslat STEM.fslb ARGS`, no clang reachable.
+/// The bundle a `BUNDLE` case runs: one per script file and `BUNDLE_BUILD` words, so
+/// cases that run one script's bundle with different arguments run the same file; a
+/// `PROG`'s is its case's (`STEM.fslb`).
+fn bundle_file(case: &Case, stem: &str) -> String {
+    let script = case
+        .exec
+        .clone()
+        .or_else(|| case.args.iter().find(|a| a.ends_with(".fsl")).cloned());
+    let mut name = match script {
+        Some(s) => Path::new(&s)
+            .file_stem()
+            .map_or(stem.to_string(), |n| n.to_string_lossy().into_owned()),
+        None => stem.to_string(),
+    };
+    for w in &case.bundle_build {
+        name.push('-');
+        name.extend(
+            w.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }),
+        );
+    }
+    format!("{}/{name}.fslb", bundles_dir())
+}
+
+/// The bundle run of a `BUNDLE` case: `fslat BUNDLE ARGS`, no clang reachable.
 fn as_bundle(case: &Case, stem: &str) -> Case {
-    let mut args = vec![format!("{}/{stem}.fslb", bundles_dir())];
+    let mut args = vec![bundle_file(case, stem)];
     args.extend(
         bundle_source(case, stem)
             .map(|(_, a)| a)
@@ -1405,6 +1439,7 @@ fn as_bundle(case: &Case, stem: &str) -> Case {
         guest_clang: false,
         bundle: false,
         bundle_only: false,
+        bundle_build: Vec::new(),
         no_clang: true,
         ..case.clone()
     }
@@ -1415,13 +1450,15 @@ fn as_bundle(case: &Case, stem: &str) -> Case {
 fn build_bundles() -> Result<(), String> {
     let dir = bundles_dir();
     fs::create_dir_all(&dir).map_err(|e| format!("cannot create {dir}: {e}"))?;
+    let mut built = std::collections::HashSet::new();
     for path in case_files(None)? {
         let file = file_name(&path);
         let stem = file.trim_end_matches(".case");
         let text = fs::read_to_string(&path).map_err(|e| format!("{file}: {e}"))?;
         let case = parse_case(&text.replace("$UDIR", &user_programs_dir()))
             .map_err(|e| format!("{file}: {e}"))?;
-        if !case.bundle {
+        let bundle = bundle_file(&case, stem);
+        if !case.bundle || !built.insert(bundle.clone()) {
             continue;
         }
         let (script, _) = bundle_source(&case, stem).map_err(|e| format!("{file}: {e}"))?;
@@ -1435,8 +1472,9 @@ fn build_bundles() -> Result<(), String> {
         let out = Command::new(FSLAT)
             .arg("build")
             .arg(&script)
+            .args(&case.bundle_build)
             .arg("-o")
-            .arg(format!("{dir}/{stem}.fslb"))
+            .arg(&bundle)
             .output()
             .map_err(|e| format!("cannot run {FSLAT}: {e}"))?;
         if !out.status.success() {
