@@ -271,7 +271,9 @@ pub struct BuildArgs {
     #[arg(value_name = "SCRIPT")]
     pub script: PathBuf,
 
-    /// The script's arguments (`$1`, `$2`, ...), fixed in the bundle
+    /// Examples of the script's arguments (`$1`, `$2`, ...): each types the one a run
+    /// gives (an integer without one); compiled in only where a value must be (lhist's
+    /// bounds, a cgroup path)
     #[arg(value_name = "ARG")]
     pub script_args: Vec<String>,
 
@@ -307,7 +309,7 @@ pub struct RunBundleArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
-    /// The arguments it was built with (they are fixed in the bundle)
+    /// The script's arguments (`$1`, `$2`, ...), of the types the bundle was built with
     #[arg(value_name = "ARG")]
     pub script_args: Vec<String>,
 
