@@ -224,4 +224,25 @@ mod tests {
         }
         assert!(!Fixture::without_fsession().has_fsession());
     }
+
+    /// The names in the string section decide what the walk over the enums decides.
+    #[test]
+    fn features_by_names_agree_with_the_parsed_enums() {
+        use crate::btf::Btf;
+        let mut kernels = vec![Fixture::new(), Fixture::with_features(Features::default())];
+        for i in &FEATURES {
+            let mut all_but = Features::all();
+            all_but.set(i.feature, false);
+            kernels.push(Fixture::with_features(all_but));
+        }
+        kernels.push(Fixture::without_fsession());
+        for k in kernels {
+            let bytes = k.bytes().to_vec();
+            let parsed = Btf::from_bytes(bytes.clone()).expect("the fixture parses");
+            let by_names = Btf::features_by_names(&bytes).expect("a BTF header");
+            assert_eq!(by_names, (parsed.features(), parsed.has_fsession_multi()));
+            assert_eq!(by_names.0, k.features());
+        }
+        assert!(Btf::features_by_names(b"not BTF").is_err());
+    }
 }

@@ -9,7 +9,7 @@ mod reader;
 
 pub use features::{FEATURES, Feature, FeatureInfo, Features};
 pub use fixture::Fixture;
-pub use reader::{Btf, BtfError, VMLINUX_PATH};
+pub use reader::{Btf, BtfError, VMLINUX_PATH, this_kernel};
 
 /// A BTF type id. 0 is `void`.
 pub type TypeId = u32;

@@ -11,7 +11,7 @@ use super::{
     Error, ModeChoice, Options, check_options, compile_script, compiler, load_kernel_types,
     resolve_mode, run_object, traceability,
 };
-use crate::btf::{FEATURES, Features, FuncSig, KType, KernelTypes, TypeId};
+use crate::btf::{Btf, FEATURES, Features, FuncSig, KType, KernelTypes, TypeId};
 use crate::bundle::{Bundle, Variant};
 use crate::check::program::Program;
 use crate::codegen::Mode;
@@ -61,6 +61,51 @@ impl KernelTypes for Profile<'_> {
     }
     fn describe(&self) -> String {
         format!("a kernel with {}", feature_words(&self.features))
+    }
+}
+
+/// The running kernel as a bundle's start sees it: the features and multi-attach its BTF
+/// names (`Btf::vmlinux_features`, no parse of its types) and its scheduler. It has no
+/// types: the bundle holds its checked programs, and libbpf finds the functions as it
+/// loads (`check_functions` reads the whole BTF only when a load failed).
+struct Running {
+    features: Features,
+    multi: bool,
+}
+
+impl KernelTypes for Running {
+    fn function(&self, _: &str) -> Option<FuncSig> {
+        None
+    }
+    fn function_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+    fn resolve(&self, _: TypeId) -> KType {
+        KType::Void
+    }
+    fn type_name(&self, _: TypeId) -> String {
+        String::new()
+    }
+    fn field(&self, _: TypeId, _: &str) -> Option<crate::btf::Field> {
+        None
+    }
+    fn field_names(&self, _: TypeId) -> Vec<String> {
+        Vec::new()
+    }
+    fn has_fsession(&self) -> bool {
+        self.features.fsession
+    }
+    fn has_fsession_multi(&self) -> bool {
+        self.multi
+    }
+    fn features(&self) -> Features {
+        self.features
+    }
+    fn preemption(&self) -> Option<crate::btf::preemption::Preemption> {
+        Some(crate::btf::preemption::running())
+    }
+    fn describe(&self) -> String {
+        crate::btf::this_kernel()
     }
 }
 
@@ -258,9 +303,18 @@ pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<()
     if let Some(pid) = opts.pid {
         super::target::check_process(pid)?;
     }
-    let kernel = load_kernel_types(opts.btf.as_ref())?;
-    let mode = resolve_mode(opts.mode, &kernel)?;
-    let variant = choose(bundle, mode, &kernel).ok_or_else(|| Error::BundleNoVariant {
+    // The running kernel's features are all a start needs of its BTF (another kernel's,
+    // from --btf, is read whole).
+    let kernel: Box<dyn KernelTypes> = match &opts.btf {
+        Some(file) => Box::new(load_kernel_types(Some(file))?),
+        None => {
+            let (features, multi) = Btf::vmlinux_features().map_err(Error::Btf)?;
+            Box::new(Running { features, multi })
+        }
+    };
+    let kernel = kernel.as_ref();
+    let mode = resolve_mode(opts.mode, kernel)?;
+    let variant = choose(bundle, mode, kernel).ok_or_else(|| Error::BundleNoVariant {
         path: path.display().to_string(),
         mode: mode.name(),
         kernel: kernel.describe(),
@@ -281,7 +335,8 @@ pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<()
     let object = &bundle.objects[variant.object];
     let result = run_object(program, object, mode, opts, &[]);
     if let Err(Error::Runtime(_)) = &result {
-        let absent = absent_functions(program, &kernel)?;
+        // The whole BTF only now: a start that loads never parses it.
+        let absent = absent_functions(program, &load_kernel_types(opts.btf.as_ref())?)?;
         if !absent.is_empty() {
             return run_object(program, object, mode, opts, &absent);
         }

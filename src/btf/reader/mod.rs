@@ -246,36 +246,7 @@ impl Btf {
     /// A raw BTF file (e.g. a copy of some kernel's `/sys/kernel/btf/vmlinux`).
     pub fn from_file(path: impl AsRef<Path>) -> Result<Btf, BtfError> {
         let path = path.as_ref();
-        let read_error = |error| BtfError::Read {
-            path: path.to_path_buf(),
-            error,
-        };
-        // sysfs hands out /sys/kernel/btf/vmlinux a page per read(2): 1 400 system calls,
-        // which cost tens of milliseconds in an emulated guest. Kernels from 6.16 let it
-        // be mapped instead; older ones (and any error) fall back to reading.
-        // A FIFO would block and /dev/zero never end: only regular files of a bounded
-        // size are read (sysfs's vmlinux is a regular file with its size).
-        let meta = std::fs::metadata(path).map_err(read_error)?;
-        if !meta.is_file() {
-            return Err(BtfError::NotAFile {
-                path: path.to_path_buf(),
-            });
-        }
-        if meta.len() > MAX_BTF_BYTES {
-            return Err(BtfError::TooLarge {
-                path: path.to_path_buf(),
-                size: meta.len(),
-            });
-        }
-        let file = std::fs::File::open(path).map_err(read_error)?;
-        let data = match crate::sys::Mapping::new(&file) {
-            Some(m) => Blob::Mapped(m),
-            None => {
-                let mut v = Vec::new();
-                std::io::Read::read_to_end(&mut &file, &mut v).map_err(read_error)?;
-                Blob::Owned(v)
-            }
-        };
+        let data = read_blob(path)?;
         // The running kernel checked its own BTF's names when it booted (it refuses a
         // name that is not an identifier), and checking 100 000 types again is half of
         // fslat's start-up work in an emulated guest: only other files are checked.
@@ -285,6 +256,131 @@ impl Btf {
         Ok(btf)
     }
 
+    /// The running kernel's features and multi-attach (`has_fsession_multi`) without
+    /// parsing its types: each is an enum value's name (`FEATURES`), and a kernel's BTF
+    /// names nothing else so, so finding the names in the string section decides what
+    /// `features` decides by walking the enums, at a fraction of the cost (a bundle's
+    /// start needs nothing else of the kernel's BTF: it holds its checked programs).
+    pub fn vmlinux_features() -> Result<(Features, bool), BtfError> {
+        let path = Path::new(VMLINUX_PATH);
+        let data = read_blob(path)?;
+        Btf::features_by_names(&data).map_err(|e| e.with_path(path))
+    }
+
+    /// `vmlinux_features` of a raw BTF blob.
+    pub fn features_by_names(data: &[u8]) -> Result<(Features, bool), BtfError> {
+        let (_, (str_start, str_end)) = sections(data)?;
+        let strings = &data[str_start..str_end];
+        // Every name is NUL-terminated and the section starts with one: "\0NAME\0" is
+        // exactly the name NAME.
+        let named = |v: &str| {
+            let needle = [b"\0", v.as_bytes(), b"\0"].concat();
+            memchr::memmem::find(strings, &needle).is_some()
+        };
+        Ok(features_and_multi(|_, value| named(value)))
+    }
+}
+
+/// The features and multi-attach of a kernel, by `has(enum, value)`: whether its BTF has
+/// that enum value.
+fn features_and_multi(has: impl Fn(&str, &str) -> bool) -> (Features, bool) {
+    let multi = has("bpf_attach_type", "BPF_TRACE_FSESSION_MULTI")
+        && has("bpf_link_type", "BPF_LINK_TYPE_TRACING_MULTI");
+    (Features::from_btf(&has), multi)
+}
+
+/// The bytes of the BTF file at `path`.
+fn read_blob(path: &Path) -> Result<Blob, BtfError> {
+    let read_error = |error| BtfError::Read {
+        path: path.to_path_buf(),
+        error,
+    };
+    // sysfs hands out /sys/kernel/btf/vmlinux a page per read(2): 1 400 system calls,
+    // which cost tens of milliseconds in an emulated guest. Kernels from 6.16 let it
+    // be mapped instead; older ones (and any error) fall back to reading.
+    // A FIFO would block and /dev/zero never end: only regular files of a bounded
+    // size are read (sysfs's vmlinux is a regular file with its size).
+    let meta = std::fs::metadata(path).map_err(read_error)?;
+    if !meta.is_file() {
+        return Err(BtfError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    if meta.len() > MAX_BTF_BYTES {
+        return Err(BtfError::TooLarge {
+            path: path.to_path_buf(),
+            size: meta.len(),
+        });
+    }
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    Ok(match crate::sys::Mapping::new(&file) {
+        Some(m) => Blob::Mapped(m),
+        None => {
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut &file, &mut v).map_err(read_error)?;
+            Blob::Owned(v)
+        }
+    })
+}
+
+/// A section's start and end offsets in a BTF blob.
+type Extent = (usize, usize);
+
+/// The type and string sections of a raw BTF blob, after checking its header.
+fn sections(data: &[u8]) -> Result<(Extent, Extent), BtfError> {
+    if data.len() < HEADER_LEN {
+        return Err(malformed(format!(
+            "{} bytes is too short for a BTF header ({HEADER_LEN} bytes)",
+            data.len()
+        )));
+    }
+    let magic = u16::from_le_bytes([data[0], data[1]]);
+    if magic == BTF_MAGIC.swap_bytes() {
+        return Err(BtfError::BigEndian { path: None });
+    }
+    if magic != BTF_MAGIC {
+        return Err(malformed(format!(
+            "bad magic {magic:#06x} (expected {BTF_MAGIC:#06x}); not a BTF file"
+        )));
+    }
+    if data[2] != BTF_VERSION {
+        return Err(malformed(format!(
+            "unsupported BTF version {} (expected {BTF_VERSION})",
+            data[2]
+        )));
+    }
+    let word = |i: usize| read_u32(data, 4 + 4 * i).unwrap_or(0) as usize;
+    let (hdr_len, type_off, type_len, str_off, str_len) =
+        (word(0), word(1), word(2), word(3), word(4));
+    if hdr_len < HEADER_LEN || hdr_len > data.len() {
+        return Err(malformed(format!(
+            "header length {hdr_len} out of range (file is {} bytes)",
+            data.len()
+        )));
+    }
+    let section = |what: &str, off: usize, len: usize| {
+        let start = hdr_len.checked_add(off);
+        let end = start.and_then(|s| s.checked_add(len));
+        match (start, end) {
+            (Some(s), Some(e)) if e <= data.len() => Ok((s, e)),
+            _ => Err(malformed(format!(
+                "{what} section (offset {off}, length {len}) extends past the end of the \
+                 {}-byte file",
+                data.len()
+            ))),
+        }
+    };
+    let types = section("type", type_off, type_len)?;
+    let (str_start, str_end) = section("string", str_off, str_len)?;
+    if str_len == 0 || data[str_start] != 0 || data[str_end - 1] != 0 {
+        return Err(malformed(
+            "string section must start and end with a NUL byte",
+        ));
+    }
+    Ok((types, (str_start, str_end)))
+}
+
+impl Btf {
     /// A raw BTF blob.
     pub fn from_bytes(data: Vec<u8>) -> Result<Btf, BtfError> {
         Btf::parse(Blob::Owned(data), false)
@@ -292,55 +388,8 @@ impl Btf {
 
     /// `names_checked`: the kernel already refused names that are not identifiers.
     fn parse(data: Blob, names_checked: bool) -> Result<Btf, BtfError> {
-        if data.len() < HEADER_LEN {
-            return Err(malformed(format!(
-                "{} bytes is too short for a BTF header ({HEADER_LEN} bytes)",
-                data.len()
-            )));
-        }
-        let magic = u16::from_le_bytes([data[0], data[1]]);
-        if magic == BTF_MAGIC.swap_bytes() {
-            return Err(BtfError::BigEndian { path: None });
-        }
-        if magic != BTF_MAGIC {
-            return Err(malformed(format!(
-                "bad magic {magic:#06x} (expected {BTF_MAGIC:#06x}); not a BTF file"
-            )));
-        }
-        if data[2] != BTF_VERSION {
-            return Err(malformed(format!(
-                "unsupported BTF version {} (expected {BTF_VERSION})",
-                data[2]
-            )));
-        }
-        let word = |i: usize| read_u32(&data, 4 + 4 * i).unwrap_or(0) as usize;
-        let (hdr_len, type_off, type_len, str_off, str_len) =
-            (word(0), word(1), word(2), word(3), word(4));
-        if hdr_len < HEADER_LEN || hdr_len > data.len() {
-            return Err(malformed(format!(
-                "header length {hdr_len} out of range (file is {} bytes)",
-                data.len()
-            )));
-        }
-        let section = |what: &str, off: usize, len: usize| {
-            let start = hdr_len.checked_add(off);
-            let end = start.and_then(|s| s.checked_add(len));
-            match (start, end) {
-                (Some(s), Some(e)) if e <= data.len() => Ok((s, e)),
-                _ => Err(malformed(format!(
-                    "{what} section (offset {off}, length {len}) extends past the end of the \
-                     {}-byte file",
-                    data.len()
-                ))),
-            }
-        };
-        let (type_start, type_end) = section("type", type_off, type_len)?;
-        let (str_start, str_end) = section("string", str_off, str_len)?;
-        if str_len == 0 || data[str_start] != 0 || data[str_end - 1] != 0 {
-            return Err(malformed(
-                "string section must start and end with a NUL byte",
-            ));
-        }
+        let ((type_start, type_end), (str_start, str_end)) = sections(&data)?;
+        let type_len = type_end - type_start;
 
         let mut types = Vec::with_capacity(type_len / 20 + 1);
         types.push(0u32); // id 0: void
@@ -681,10 +730,7 @@ impl Btf {
             let mut enums: Vec<&str> = FEATURES.iter().map(|i| i.btf_enum).collect();
             enums.push("bpf_link_type");
             let values = self.enum_values(&enums);
-            let has = |e: &str, v: &str| values.iter().any(|(en, va)| en == e && va == v);
-            let multi = has("bpf_attach_type", "BPF_TRACE_FSESSION_MULTI")
-                && has("bpf_link_type", "BPF_LINK_TYPE_TRACING_MULTI");
-            (Features::from_btf(has), multi)
+            features_and_multi(|e, v| values.iter().any(|(en, va)| en == e && va == v))
         })
     }
 
@@ -871,13 +917,18 @@ impl KernelTypes for Btf {
 
     fn describe(&self) -> String {
         match &self.origin {
-            Some(p) if p == Path::new(VMLINUX_PATH) => match kernel_release() {
-                Some(r) => format!("this kernel (Linux {r})"),
-                None => "this kernel".into(),
-            },
+            Some(p) if p == Path::new(VMLINUX_PATH) => this_kernel(),
             Some(p) => format!("the kernel described by {}", p.display()),
             None => "this kernel".into(),
         }
+    }
+}
+
+/// The running kernel, for messages: "this kernel (Linux 6.1.0-57-cloud-amd64)".
+pub fn this_kernel() -> String {
+    match kernel_release() {
+        Some(r) => format!("this kernel (Linux {r})"),
+        None => "this kernel".into(),
     }
 }
 
