@@ -1343,7 +1343,7 @@ fn with_header_field(path: &str, field: &str, value: &str) -> Vec<u8> {
     let mut header: serde_json::Value =
         serde_json::from_slice(&bytes[16..16 + len]).expect("JSON header");
     header[field] = value.into();
-    let objects = vec![bytes[16 + len..bytes.len() - 32].to_vec()];
+    let objects = vec![bytes[16 + len..bytes.len() - fslat::bundle::CHECKSUM_LEN].to_vec()];
     fslat::bundle::seal(&serde_json::to_vec(&header).expect("JSON"), &objects)
 }
 
