@@ -65,6 +65,56 @@ pub struct Bundle {
     pub objects: Vec<Vec<u8>>,
 }
 
+/// One profile of an opened bundle: a mode and the features it was built for, and its
+/// object.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    pub mode: Mode,
+    pub features: Features,
+    pub multi: bool,
+    /// Index into the bundle's objects (unused when the program is an error).
+    pub object: usize,
+}
+
+/// A bundle read for a run (`Bundle::open`): its profiles, and their checked programs
+/// still JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opened {
+    pub name: String,
+    pub args: Vec<String>,
+    pub profiles: Vec<Profile>,
+    /// Each profile's `Variant::program`, as JSON.
+    programs: Vec<String>,
+    pub objects: Vec<Vec<u8>>,
+}
+
+impl Opened {
+    /// The checked program of `profiles[i]`, or why the script cannot run on it.
+    pub fn program(&self, i: usize) -> Result<Result<Program, String>, BundleError> {
+        let json = self
+            .programs
+            .get(i)
+            .ok_or_else(|| BundleError::Header(format!("no profile {i}")))?;
+        serde_json::from_str(json).map_err(|e| BundleError::Header(e.to_string()))
+    }
+
+    /// The object of `profiles[i]`.
+    pub fn object(&self, i: usize) -> Result<&[u8], BundleError> {
+        let p = &self.profiles[i];
+        self.objects
+            .get(p.object)
+            .map(Vec::as_slice)
+            .ok_or_else(|| {
+                BundleError::Header(format!(
+                    "the {} variant names object {}, and there are {}",
+                    p.mode.name(),
+                    p.object,
+                    self.objects.len()
+                ))
+            })
+    }
+}
+
 /// Why a file is not a bundle this fslat can run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum BundleError {
@@ -107,9 +157,41 @@ impl Bundle {
         seal(&json, &self.objects)
     }
 
-    /// Reads a bundle, refusing anything but an intact one built by this fslat for this
-    /// architecture.
+    /// Reads a bundle whole (every profile's program), refusing anything but an intact
+    /// one built by this fslat for this architecture.
     pub fn decode(bytes: &[u8]) -> Result<Bundle, BundleError> {
+        let opened = Bundle::open(bytes)?;
+        let mut variants = Vec::with_capacity(opened.profiles.len());
+        for (i, p) in opened.profiles.iter().enumerate() {
+            let program = opened.program(i)?;
+            if program.is_ok() && p.object >= opened.objects.len() {
+                return Err(BundleError::Header(format!(
+                    "the {} variant names object {}, and there are {}",
+                    p.mode.name(),
+                    p.object,
+                    opened.objects.len()
+                )));
+            }
+            variants.push(Variant {
+                mode: p.mode,
+                features: p.features,
+                multi: p.multi,
+                program,
+                object: p.object,
+            });
+        }
+        Ok(Bundle {
+            name: opened.name,
+            args: opened.args,
+            variants,
+            objects: opened.objects,
+        })
+    }
+
+    /// Reads a bundle for a run: its checks pass and its header is read, and each
+    /// profile's checked program stays JSON until `Opened::program` reads the one chosen
+    /// (a start decodes one program, not every profile's).
+    pub fn open(bytes: &[u8]) -> Result<Opened, BundleError> {
         if bytes.len() < MAGIC.len() || &bytes[..MAGIC.len()] != MAGIC {
             return Err(BundleError::NotABundle);
         }
@@ -129,25 +211,55 @@ impl Bundle {
         if header_len > rest.len() {
             return Err(BundleError::Header("the header runs past the end".into()));
         }
-        let (header, mut blob) = rest.split_at(header_len);
+        let (json, mut blob) = rest.split_at(header_len);
+        #[derive(Deserialize)]
+        struct RawVariant<'a> {
+            mode: Mode,
+            features: Features,
+            multi: bool,
+            #[serde(borrow)]
+            program: &'a serde_json::value::RawValue,
+            object: usize,
+        }
+        #[derive(Deserialize)]
+        struct RawHeader<'a> {
+            fslat: String,
+            arch: String,
+            args: Vec<String>,
+            name: String,
+            #[serde(borrow)]
+            variants: Vec<RawVariant<'a>>,
+            objects: Vec<usize>,
+        }
         // The version and the architecture first: another version's header may not parse.
         #[derive(Deserialize)]
         struct Origin {
             fslat: String,
             arch: String,
         }
-        let origin: Origin =
-            serde_json::from_slice(header).map_err(|e| BundleError::Header(e.to_string()))?;
-        if origin.fslat != VERSION {
-            return Err(BundleError::Version {
-                found: origin.fslat,
-            });
+        let origin = |header: &[u8]| -> Result<(), BundleError> {
+            let origin: Origin =
+                serde_json::from_slice(header).map_err(|e| BundleError::Header(e.to_string()))?;
+            if origin.fslat != VERSION {
+                return Err(BundleError::Version {
+                    found: origin.fslat,
+                });
+            }
+            if origin.arch != std::env::consts::ARCH {
+                return Err(BundleError::Arch { found: origin.arch });
+            }
+            Ok(())
+        };
+        let header: RawHeader = match serde_json::from_slice(json) {
+            Ok(h) => h,
+            Err(e) => {
+                origin(json)?;
+                return Err(BundleError::Header(e.to_string()));
+            }
+        };
+        if header.fslat != VERSION || header.arch != std::env::consts::ARCH {
+            origin(json)?;
         }
-        if origin.arch != std::env::consts::ARCH {
-            return Err(BundleError::Arch { found: origin.arch });
-        }
-        let header: Header =
-            serde_json::from_slice(header).map_err(|e| BundleError::Header(e.to_string()))?;
         let mut objects = Vec::with_capacity(header.objects.len().min(64));
         for &len in &header.objects {
             if len > blob.len() {
@@ -160,22 +272,24 @@ impl Bundle {
         if !blob.is_empty() {
             return Err(BundleError::Header("bytes follow the last object".into()));
         }
-        if let Some(v) = header
+        let (profiles, programs) = header
             .variants
-            .iter()
-            .find(|v| v.program.is_ok() && v.object >= objects.len())
-        {
-            return Err(BundleError::Header(format!(
-                "the {} variant names object {}, and there are {}",
-                v.mode.name(),
-                v.object,
-                objects.len()
-            )));
-        }
-        Ok(Bundle {
+            .into_iter()
+            .map(|v| {
+                let profile = Profile {
+                    mode: v.mode,
+                    features: v.features,
+                    multi: v.multi,
+                    object: v.object,
+                };
+                (profile, v.program.get().to_string())
+            })
+            .unzip();
+        Ok(Opened {
             name: header.name,
             args: header.args,
-            variants: header.variants,
+            profiles,
+            programs,
             objects,
         })
     }

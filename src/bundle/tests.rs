@@ -151,3 +151,16 @@ fn a_variant_naming_a_missing_object_is_refused() {
     let b = sealed(|h| h["variants"][0]["object"] = 7.into());
     assert!(matches!(Bundle::decode(&b), Err(BundleError::Header(m)) if m.contains("object 7")));
 }
+
+#[test]
+fn an_opened_bundle_decodes_each_profiles_program_when_asked() {
+    let b = sample();
+    let opened = Bundle::open(&b.encode()).expect("a good bundle");
+    assert_eq!(opened.profiles.len(), b.variants.len());
+    for (i, v) in b.variants.iter().enumerate() {
+        assert_eq!(opened.profiles[i].mode, v.mode);
+        assert_eq!(opened.program(i), Ok(v.program.clone()), "profile {i}");
+    }
+    assert_eq!(opened.object(0), Ok(&b.objects[0][..]));
+    assert!(matches!(opened.program(9), Err(BundleError::Header(_))));
+}

@@ -12,7 +12,7 @@ use super::{
     resolve_mode, run_object, traceability,
 };
 use crate::btf::{Btf, FEATURES, Features, FuncSig, KType, KernelTypes, TypeId};
-use crate::bundle::{Bundle, Variant};
+use crate::bundle::{Bundle, Opened, Variant};
 use crate::check::program::Program;
 use crate::codegen::Mode;
 use clap::ValueEnum;
@@ -243,7 +243,7 @@ fn feature_words(f: &Features) -> String {
 }
 
 /// Reads the bundle at `path`; `None` when the file is not one (a script).
-pub fn open(path: &std::path::Path) -> Result<Option<Bundle>, Error> {
+pub fn open(path: &std::path::Path) -> Result<Option<Opened>, Error> {
     use std::io::Read;
     let read_error = |source| Error::ReadScript {
         path: path.display().to_string(),
@@ -259,47 +259,40 @@ pub fn open(path: &std::path::Path) -> Result<Option<Bundle>, Error> {
     file.take(MAX_BUNDLE_BYTES)
         .read_to_end(&mut bytes)
         .map_err(read_error)?;
-    Bundle::decode(&bytes)
-        .map(Some)
-        .map_err(|why| Error::Bundle {
-            path: path.display().to_string(),
-            why,
-        })
+    Bundle::open(&bytes).map(Some).map_err(|why| Error::Bundle {
+        path: path.display().to_string(),
+        why,
+    })
 }
 
-/// The variant of `bundle` for this kernel in `mode`: the one built for the most of the
-/// features the kernel has.
-fn choose<'a>(bundle: &'a Bundle, mode: Mode, kernel: &dyn KernelTypes) -> Option<&'a Variant> {
+/// The profile of `bundle` (its index) for this kernel in `mode`: the one built for the
+/// most of the features the kernel has.
+fn choose(bundle: &Opened, mode: Mode, kernel: &dyn KernelTypes) -> Option<usize> {
     let have = kernel.features();
-    bundle
-        .variants
+    let (at, _) = bundle
+        .profiles
         .iter()
-        .filter(|v| v.mode == mode && (!v.multi || kernel.has_fsession_multi()))
-        .filter(|v| {
+        .enumerate()
+        .filter(|(_, v)| v.mode == mode && (!v.multi || kernel.has_fsession_multi()))
+        .filter(|(_, v)| {
             FEATURES
                 .iter()
                 .all(|i| !v.features.has(i.feature) || have.has(i.feature))
         })
-        .max_by_key(|v| {
+        .max_by_key(|(_, v)| {
             let n = FEATURES
                 .iter()
                 .filter(|i| v.features.has(i.feature))
                 .count();
             (n, v.multi)
-        })
+        })?;
+    Some(at)
 }
 
 /// `fslat FILE` for a bundle: the variant for this kernel, run as a script would be; no
 /// clang.
-pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<(), Error> {
+pub fn run(path: &std::path::Path, bundle: &Opened, opts: &Options) -> Result<(), Error> {
     super::interrupted()?;
-    // Every profile's program takes the same arguments: they are checked before the
-    // kernel's types are read.
-    if let Some(program) = bundle.variants.iter().find_map(|v| v.program.as_ref().ok()) {
-        program
-            .args_image(&opts.script_args)
-            .map_err(Error::BundleArgs)?;
-    }
     if let Some(pid) = opts.pid {
         super::target::check_process(pid)?;
     }
@@ -314,31 +307,36 @@ pub fn run(path: &std::path::Path, bundle: &Bundle, opts: &Options) -> Result<()
     };
     let kernel = kernel.as_ref();
     let mode = resolve_mode(opts.mode, kernel)?;
-    let variant = choose(bundle, mode, kernel).ok_or_else(|| Error::BundleNoVariant {
+    let at = choose(bundle, mode, kernel).ok_or_else(|| Error::BundleNoVariant {
         path: path.display().to_string(),
         mode: mode.name(),
         kernel: kernel.describe(),
     })?;
-    let program = variant
-        .program
-        .as_ref()
+    let damaged = |why| Error::Bundle {
+        path: path.display().to_string(),
+        why,
+    };
+    // Only the chosen profile's program is decoded.
+    let program = bundle
+        .program(at)
+        .map_err(damaged)?
         .map_err(|why| Error::BundleCannotRun {
             path: path.display().to_string(),
             kernel: kernel.describe(),
-            why: why.clone(),
+            why,
         })?;
+    let object = bundle.object(at).map_err(damaged)?;
     // The kernel (libbpf) finds the functions as it loads: a function it lacks fails the
     // load, and only then are the names looked up, for a message that names the one
     // missing (a lookup per function would cost every start a pass over the BTF).
     // A glob or list matched on the build machine: the functions this kernel lacks are
     // left out (with a warning), the rest traced.
-    let object = &bundle.objects[variant.object];
-    let result = run_object(program, object, mode, opts, &[]);
+    let result = run_object(&program, object, mode, opts, &[]);
     if let Err(Error::Runtime(_)) = &result {
         // The whole BTF only now: a start that loads never parses it.
-        let absent = absent_functions(program, &load_kernel_types(opts.btf.as_ref())?)?;
+        let absent = absent_functions(&program, &load_kernel_types(opts.btf.as_ref())?)?;
         if !absent.is_empty() {
-            return run_object(program, object, mode, opts, &absent);
+            return run_object(&program, object, mode, opts, &absent);
         }
     }
     result
