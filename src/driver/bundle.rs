@@ -21,11 +21,15 @@ use std::rc::Rc;
 /// The largest bundle `fslat FILE` reads (one holds a few objects of some KB each).
 const MAX_BUNDLE_BYTES: u64 = 256 << 20;
 
-/// A kernel's types with the features of one profile instead of its own.
+/// A kernel's types with the features of one profile instead of its own (`fslat
+/// build`); or, at a bundle's start, the running kernel's features with no types
+/// (`running`).
 struct Profile<'a> {
     kernel: &'a dyn KernelTypes,
     features: Features,
     multi: bool,
+    /// The running kernel: its scheduler and its name are this machine's.
+    running: bool,
 }
 
 impl KernelTypes for Profile<'_> {
@@ -59,21 +63,24 @@ impl KernelTypes for Profile<'_> {
     fn features(&self) -> Features {
         self.features
     }
+    fn preemption(&self) -> Option<crate::btf::preemption::Preemption> {
+        self.running.then(crate::btf::preemption::running)
+    }
     fn describe(&self) -> String {
-        format!("a kernel with {}", feature_words(&self.features))
+        match self.running {
+            true => crate::btf::this_kernel(),
+            false => format!("a kernel with {}", feature_words(&self.features)),
+        }
     }
 }
 
-/// The running kernel as a bundle's start sees it: the features and multi-attach its BTF
-/// names (`Btf::vmlinux_features`, no parse of its types) and its scheduler. It has no
-/// types: the bundle holds its checked programs, and libbpf finds the functions as it
+/// The running kernel's types as a bundle's start has them: none. Its features and
+/// multi-attach come from the names in its BTF (`Btf::vmlinux_features`, no parse of its
+/// types); the bundle holds its checked programs, and libbpf finds the functions as it
 /// loads (`check_functions` reads the whole BTF only when a load failed).
-struct Running {
-    features: Features,
-    multi: bool,
-}
+struct NoTypes;
 
-impl KernelTypes for Running {
+impl KernelTypes for NoTypes {
     fn function(&self, _: &str) -> Option<FuncSig> {
         None
     }
@@ -93,19 +100,7 @@ impl KernelTypes for Running {
         Vec::new()
     }
     fn has_fsession(&self) -> bool {
-        self.features.fsession
-    }
-    fn has_fsession_multi(&self) -> bool {
-        self.multi
-    }
-    fn features(&self) -> Features {
-        self.features
-    }
-    fn preemption(&self) -> Option<crate::btf::preemption::Preemption> {
-        Some(crate::btf::preemption::running())
-    }
-    fn describe(&self) -> String {
-        crate::btf::this_kernel()
+        false
     }
 }
 
@@ -163,6 +158,7 @@ pub fn build(name: &str, text: &str, out: &std::path::Path, opts: &Options) -> R
             kernel: &kernel,
             features,
             multi,
+            running: false,
         };
         for &choice in ModeChoice::value_variants() {
             let Ok(mode) = resolve_mode(choice, &profile) else {
@@ -302,7 +298,12 @@ pub fn run(path: &std::path::Path, bundle: &Opened, opts: &Options) -> Result<()
         Some(file) => Box::new(load_kernel_types(Some(file))?),
         None => {
             let (features, multi) = Btf::vmlinux_features().map_err(Error::Btf)?;
-            Box::new(Running { features, multi })
+            Box::new(Profile {
+                kernel: &NoTypes,
+                features,
+                multi,
+                running: true,
+            })
         }
     };
     let kernel = kernel.as_ref();
