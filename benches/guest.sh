@@ -9,16 +9,10 @@
 # BENCH_N (preads per measurement, default 20000), BENCH_REPS (runs per row, default 3).
 set -uo pipefail
 
-B=${BENCH_BIN:?}
-FSLAT=${BENCH_FSLAT:?}
+. "$(dirname "$0")/common.sh"
+bench_env
 ROOT=${BENCH_ROOT:?}
-N=${BENCH_N:-20000}
-REPS=${BENCH_REPS:-3}
 STORM=${BENCH_STORM:-200000}
-W="$B/workload"
-H="$B/harness"
-T=/tmp/bench
-mkdir -p "$T"
 SLOW='session vfs_read where latency >= 10s { emit }'
 ALL='session vfs_read { emit }'
 BT_SLOW='fentry:vfs_read { @start[tid] = nsecs; }
@@ -47,7 +41,6 @@ fexit:vfs_read /@start[tid]/ {
 END { clear(@start); }'
 
 # log, get/getall (key=value words of a harness report), median, ms and settle.
-. "$(dirname "$0")/common.sh"
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print "–"; else printf "%.2f", a / b }'; }
 fix1() { awk -v x="$1" 'BEGIN { if (x == "") print "FAIL"; else printf "%.0f", x }'; }
 
