@@ -66,6 +66,30 @@ extern __u64 *bpf_session_cookie(void *ctx) __ksym __weak;
 #endif
 
 /*
+ * One program body for a session's several functions (fentry, fexit, fsession modes):
+ * fslat's loader loads a copy per function and writes that function's values over these
+ * marks in the copy's instructions (src/runtime/shared.rs). FSLAT_FN_INDEX(): the
+ * function's index in the session's tables (the `r = imm` of FN_MARK).
+ * FSLAT_CTX_AT(ctx, MARK): the word of the trampoline's argument area that MARK stands
+ * for (a parameter's slot or the return value's), a load whose offset is the mark.
+ * `asm volatile` keeps each as one instruction that the compiler neither folds nor drops.
+ */
+#define FSLAT_FN_INDEX()                                                 \
+	({                                                               \
+		__u64 __fslat_v;                                         \
+		asm volatile("%0 = 0x7f5a1a70" : "=r"(__fslat_v));       \
+		__fslat_v;                                               \
+	})
+#define FSLAT_CTX_AT(ctx, mark)                                          \
+	({                                                               \
+		__u64 __fslat_v;                                         \
+		asm volatile("%0 = *(u64 *)(%1 + " #mark ")"             \
+			     : "=r"(__fslat_v)                           \
+			     : "r"(ctx));                                \
+		__fslat_v;                                               \
+	})
+
+/*
  * A user-space function's registers as its uprobe sees them: x86-64's struct pt_regs
  * (arch/x86/include/asm/ptrace.h), whose layout is the kernel's ABI for these programs.
  */

@@ -92,6 +92,21 @@ impl Mode {
         matches!(self, Mode::UprobeSession | Mode::UprobeMulti | Mode::Uprobe)
     }
 
+    /// Whether session `s`'s functions share one program body in this mode: fentry,
+    /// fexit and fsession programs of a session of several functions. The object holds
+    /// the body once; fslat's loader loads a copy per function with the function's index
+    /// and argument slots written into its instructions (`FN_MARK`, `param_mark`,
+    /// `RET_MARK`; runtime/shared.rs), so the object does not grow with the functions.
+    pub fn shares_body(self, s: &Session) -> bool {
+        s.several
+            && s.span.is_none()
+            && s.user.is_none()
+            && matches!(
+                self.of_session(s),
+                Mode::Fentry | Mode::Fexit | Mode::Fsession
+            )
+    }
+
     /// The modes `program`'s sessions run in, as the run's messages name them
     /// (`fsession`, or `fsession + fsession-multi` for a mix of one- and several-function
     /// sessions on 7.2).
@@ -197,6 +212,39 @@ pub const ANNOUNCE_ID: u32 = 0xffff_ffff;
 /// Where the announced tgid sits in the record.
 pub const ANNOUNCE_TGID_OFFSET: usize = 4;
 /// The section of multi-attach programs, which libbpf cannot attach by itself.
+/// A shared body's marks (`Mode::shares_body`): the immediate of `FSLAT_FN_INDEX()`'s
+/// `r = imm` (the function's index in the session's tables) ...
+pub const FN_MARK: i32 = 0x7f5a_1a70;
+/// ... the offset of `FSLAT_CTX_AT(ctx, RET_MARK)`'s context load (the return value's
+/// slot) ...
+pub const RET_MARK: i16 = 0x7bff;
+/// ... and of `FSLAT_CTX_AT(ctx, param_mark(i))` (parameter `i`'s slot).
+pub fn param_mark(i: usize) -> i16 {
+    PARAM_MARK + i as i16
+}
+const PARAM_MARK: i16 = 0x7c00;
+
+/// What a mark found in a shared body stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mark {
+    Fn,
+    Ret,
+    Param(usize),
+}
+
+impl Mark {
+    /// The mark an instruction's offset is, if any.
+    pub fn of_offset(off: i16) -> Option<Mark> {
+        match off {
+            RET_MARK => Some(Mark::Ret),
+            o if (PARAM_MARK..PARAM_MARK + 0x100).contains(&o) => {
+                Some(Mark::Param((o - PARAM_MARK) as usize))
+            }
+            _ => None,
+        }
+    }
+}
+
 pub const MULTI_SECTION: &str = "fslat.multi";
 
 impl Aggregation {

@@ -26,6 +26,10 @@ pub struct Phase<'p> {
     /// One program for all the session's functions: values come through the
     /// trampoline's helpers and per-function tables indexed by `fslat_fn`.
     multi: bool,
+    /// One body loaded once per function (`Mode::shares_body`): `fslat_fn`, the
+    /// parameters and `ret` are words fslat's loader writes into each copy's
+    /// instructions (`FSLAT_FN_INDEX`, `FSLAT_CTX_AT`); per-function tables as in `multi`.
+    shared: bool,
     /// A `pt_regs` context (kprobes, uprobes): arguments and `ret` are registers.
     regs: bool,
     /// String buffers already filled in this phase, by the expression they hold: each
@@ -77,6 +81,7 @@ impl<'p> Phase<'p> {
             session,
             target,
             multi,
+            shared: false,
             regs,
             at_return,
             lines: Vec::new(),
@@ -87,6 +92,12 @@ impl<'p> Phase<'p> {
             scratch,
             saved_at: session.entry_layout().0,
         }
+    }
+
+    /// This phase as part of a body shared by the session's functions (`Phase::shared`).
+    pub fn sharing(mut self, shared: bool) -> Self {
+        self.shared = shared;
+        self
     }
 
     /// Bytes of the scratch map this phase uses (0: none).
@@ -152,7 +163,7 @@ impl<'p> Phase<'p> {
             let rax = register("ax");
             return self.declare("fslat_ret", || format!("{ty} fslat_ret = ({ty}){rax};"));
         }
-        if self.multi {
+        if self.multi || self.shared {
             let raw = self.ret_raw();
             return self.declare("fslat_ret", || format!("{ty} fslat_ret = ({ty}){raw};"));
         }
@@ -167,6 +178,12 @@ impl<'p> Phase<'p> {
         if self.regs {
             let rax = register("ax");
             return self.declare("fslat_ret_raw", || format!("__u64 fslat_ret_raw = {rax};"));
+        }
+        if self.shared {
+            let mark = resources::RET_MARK;
+            return self.declare("fslat_ret_raw", || {
+                format!("__u64 fslat_ret_raw = FSLAT_CTX_AT(ctx, {mark});")
+            });
         }
         self.declare("fslat_ret_raw", || {
             "__u64 fslat_ret_raw = 0; bpf_get_func_ret(ctx, &fslat_ret_raw);".into()
@@ -185,6 +202,12 @@ impl<'p> Phase<'p> {
         if self.regs {
             let reg = register(ARG_REGISTERS[slot.min(ARG_REGISTERS.len() - 1)]);
             return self.declare(&name, || format!("{ty} {name} = ({ty}){reg};"));
+        }
+        if self.shared {
+            let mark = resources::param_mark(i);
+            return self.declare(&name, || {
+                format!("{ty} {name} = ({ty})FSLAT_CTX_AT(ctx, {mark});")
+            });
         }
         if self.multi {
             let same = self.session.targets.iter().all(|t| t.slots[i] == slot);
@@ -440,7 +463,7 @@ impl<'p> Phase<'p> {
             return c_string(bytes);
         }
         if e.kind == ExprKind::Builtin(Builtin::Func) {
-            if self.multi {
+            if self.multi || self.shared {
                 return format!("fslat_funcs_{}[fslat_fn]", self.session.index);
             }
             return c_string(self.target.func.as_bytes());
@@ -480,7 +503,7 @@ impl<'p> Phase<'p> {
     fn fill_string(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
         match &e.kind {
             ExprKind::Builtin(Builtin::Comm) => format!("bpf_get_current_comm({dst}, {cap});"),
-            ExprKind::Builtin(Builtin::Func) if self.multi => {
+            ExprKind::Builtin(Builtin::Func) if self.multi || self.shared => {
                 format!(
                     "__builtin_memcpy({dst}, fslat_funcs_{}[fslat_fn], {cap});",
                     self.session.index

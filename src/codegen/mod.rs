@@ -492,6 +492,9 @@ struct MultiData {
     count: usize,
     /// One function: its index is 0, no need to ask the link's cookie.
     single: bool,
+    /// One body loaded once per function: its index is `FSLAT_FN_INDEX()`, which the
+    /// loader writes into each copy.
+    shared: bool,
     /// What attaches the program to all the functions.
     link: &'static str,
     /// C declarations of the tables the program indexes by function.
@@ -623,12 +626,13 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
             .iter()
             .flat_map(|s| match mode.of_session(s) {
                 _ if s.span.is_some() => vec![span_data(s)],
+                m if mode.shares_body(s) => vec![multi_session_data(s, m, true)],
                 m @ (Mode::FsessionMulti
                 | Mode::FexitMulti
                 | Mode::UprobeSession
                 | Mode::UprobeMulti
                 | Mode::KprobeSession) => {
-                    vec![multi_session_data(s, m)]
+                    vec![multi_session_data(s, m, false)]
                 }
                 m => s
                     .targets
@@ -759,8 +763,9 @@ fn session_data(s: &Session, (t, target): (usize, &Target), mode: Mode) -> Sessi
 
 /// A session of several functions as one program: parameters and `ret` through the
 /// trampoline's helpers, `func` and what differs between functions from tables indexed by
-/// the link's per-function cookie.
-fn multi_session_data(s: &Session, mode: Mode) -> SessionData {
+/// the link's per-function cookie. `shared`: one body that fslat's loader loads once per
+/// function (`Mode::shares_body`), the index and slots written into each copy.
+fn multi_session_data(s: &Session, mode: Mode, shared: bool) -> SessionData {
     let count = s.targets.len();
     let func_cap = s
         .targets
@@ -777,7 +782,7 @@ fn multi_session_data(s: &Session, mode: Mode) -> SessionData {
             .collect::<Vec<_>>()
             .join(", ")
     )];
-    for i in 0..s.params.len() {
+    for i in (0..s.params.len()).filter(|_| !shared) {
         if let Some(values) = differing(s.targets.iter().map(|t| t.slots[i])) {
             tables.push(format!(
                 "static const __u8 {}[{count}] = {{ {values} }};",
@@ -817,7 +822,9 @@ fn multi_session_data(s: &Session, mode: Mode) -> SessionData {
     let multi = MultiData {
         count,
         single: count == 1,
+        shared,
         link: match mode {
+            _ if shared => "fslat's loader, a copy for each function",
             Mode::FsessionMulti => "fsession multi-attach",
             Mode::FexitMulti => "fexit multi-attach",
             Mode::UprobeSession => "a uprobe_multi link in session mode",
@@ -849,7 +856,8 @@ fn phases_data(
     error_check: impl FnOnce(&mut Phase) -> Option<String>,
     multi_data: Option<MultiData>,
 ) -> SessionData {
-    let multi = multi_data.is_some();
+    let shared = multi_data.as_ref().is_some_and(|m| m.shared);
+    let multi = multi_data.is_some() && !shared;
     let shape = ProgShape::of(mode, &target.func);
     let exit_only = matches!(mode, Mode::Fexit | Mode::FexitMulti);
     let fsession = shape.pair.is_none() && !exit_only;
@@ -869,8 +877,8 @@ fn phases_data(
     // A call given up at a session program's entry must leave the cookie saying so.
     let reject = if fsession { "*fslat_cookie = 0; " } else { "" };
     let regs = mode.reads_registers();
-    let mut entry = Phase::new(s, target, false, multi, regs, scratch(reject));
-    let mut ret = Phase::new(s, target, true, multi, regs, scratch(""));
+    let mut entry = Phase::new(s, target, false, multi, regs, scratch(reject)).sharing(shared);
+    let mut ret = Phase::new(s, target, true, multi, regs, scratch("")).sharing(shared);
     // At return only, the entry filter is the return phase's first lines: what it reads
     // (`pid_tgid`, a parameter) is then read once for the whole program.
     let filter_phase = if exit_only { &mut ret } else { &mut entry };

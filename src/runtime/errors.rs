@@ -55,6 +55,10 @@ pub enum RuntimeError {
         reason: String,
         hint: &'static str,
     },
+    #[error(
+        "cannot load the session {session}'s program for each of its functions: {reason}\n  This is a bug in fslat; run with -v and report it with the script."
+    )]
+    Copies { session: String, reason: String },
     #[error("cannot write the output: {0}")]
     Output(std::io::Error),
     #[error("the BPF object has no {0}: this is a bug in fslat")]
@@ -216,6 +220,38 @@ fn function_of_prog(program: &Program, prog: &str) -> Option<String> {
             .get(p.target)
             .map_or_else(|| s.func.clone(), |t| t.func.clone()),
     )
+}
+
+/// A copy of a shared body the kernel refused (runtime/shared.rs): its verifier log
+/// joins libbpf's, in libbpf's words, and is classified as libbpf's refusals are.
+pub fn copy_load_error(errno: i32, prog: &str, verifier: &str, program: &Program) -> RuntimeError {
+    let text = format!(
+        "libbpf: prog '{prog}': BPF program load failed: {}\nlibbpf: -- BEGIN PROG LOAD LOG --\n{verifier}-- END PROG LOAD LOG --\n",
+        std::io::Error::from_raw_os_error(errno)
+    );
+    if VERBOSE.load(Ordering::Relaxed) {
+        crate::stderr_text!("{text}");
+    }
+    if let Ok(mut log) = LOG.lock() {
+        log.push_str(&text);
+    }
+    classify_load_error(errno, &log(), program, crate::sys::euid()).unwrap_or(
+        RuntimeError::Libbpf {
+            what: "loading the BPF program",
+            source: libbpf_rs::Error::from_raw_os_error(errno),
+        },
+    )
+}
+
+/// Attaching a copy of a shared body to `func` failed.
+pub fn copy_attach_error(e: std::io::Error, func: &str) -> RuntimeError {
+    if e.raw_os_error() == Some(libc::EPERM) {
+        return RuntimeError::TracingForbidden;
+    }
+    RuntimeError::Attach {
+        func: func.to_string(),
+        source: libbpf_rs::Error::from(e),
+    }
 }
 
 pub fn attach_error(e: libbpf_rs::Error, program: &Program, prog: &str) -> RuntimeError {

@@ -6,42 +6,56 @@
 //! filter: a skipped call of another process counts too, so `missed` is an upper bound
 //! on the session's own lost calls.
 
+use super::shared::Copy;
 use crate::check::program::Program;
-use crate::check::resources::ProgRole;
+use crate::check::resources::{Prog, ProgRole};
 use crate::sys::bpf::prog_recursion_misses;
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
-/// Per session, the skips of all its programs (`None` where the kernel does not count).
-pub fn per_session(obj: &libbpf_rs::Object, program: &Program) -> Vec<Option<u64>> {
+/// Calls `f` with every program of the run, the object's and the copies of shared
+/// bodies: its name, what it is, its descriptor.
+fn each(
+    obj: &libbpf_rs::Object,
+    copies: &[Copy],
+    program: &Program,
+    mut f: impl FnMut(&str, Prog, BorrowedFd),
+) {
     let progs = program.progs();
-    let mut out = vec![None; program.sessions.len()];
     for prog in obj.progs() {
-        let Some(p) = progs.get(&*prog.name().to_string_lossy()) else {
-            continue;
-        };
-        if let (Some(slot), Ok(Some(n))) =
-            (out.get_mut(p.session), prog_recursion_misses(prog.as_fd()))
-        {
-            *slot = Some(slot.unwrap_or(0) + n);
+        let name = prog.name().to_string_lossy().into_owned();
+        if let Some(p) = progs.get(&name) {
+            f(&name, *p, prog.as_fd());
         }
     }
+    for c in copies {
+        f(&c.name, c.prog, c.fd.as_fd());
+    }
+}
+
+/// Per session, the skips of all its programs (`None` where the kernel does not count).
+pub fn per_session(
+    obj: &libbpf_rs::Object,
+    copies: &[Copy],
+    program: &Program,
+) -> Vec<Option<u64>> {
+    let mut out = vec![None; program.sessions.len()];
+    each(obj, copies, program, |_, p, fd| {
+        if let (Some(slot), Ok(Some(n))) = (out.get_mut(p.session), prog_recursion_misses(fd)) {
+            *slot = Some(slot.unwrap_or(0) + n);
+        }
+    });
     out
 }
 
 /// With `-v`: each program's own skips, where there were some (fentry mode tells the
 /// entry's from the return's).
-pub fn report_per_program(obj: &libbpf_rs::Object, program: &Program) {
-    let progs = program.progs();
-    for prog in obj.progs() {
-        let name = prog.name().to_string_lossy().into_owned();
-        let Some(p) = progs.get(&*name) else {
-            continue;
-        };
-        let Ok(Some(n)) = prog_recursion_misses(prog.as_fd()) else {
-            continue;
+pub fn report_per_program(obj: &libbpf_rs::Object, copies: &[Copy], program: &Program) {
+    each(obj, copies, program, |name, p, fd| {
+        let Ok(Some(n)) = prog_recursion_misses(fd) else {
+            return;
         };
         if n == 0 {
-            continue;
+            return;
         }
         let role = match p.role {
             ProgRole::Session => "entry and return",
@@ -54,5 +68,5 @@ pub fn report_per_program(obj: &libbpf_rs::Object, program: &Program) {
             .get(p.session)
             .map_or("?", |s| s.label.as_str());
         crate::stderr_line!("fslat: {label}: program {name} ({role}) skipped {n} call(s)");
-    }
+    });
 }

@@ -8,6 +8,7 @@ mod memory;
 mod misses;
 mod multi;
 mod privileges;
+mod shared;
 pub mod signals;
 pub mod snapshot;
 mod user;
@@ -21,6 +22,7 @@ use crate::output::interval::IntervalStamp;
 use crate::output::{AggResult, Decoder, Summary, Writer};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
+use shared::{Body, Copy};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;
@@ -150,8 +152,34 @@ pub fn run(
     let mut vmlinux = None;
     let mut plans = HashMap::new();
     let absent = |p: &resources::Prog| settings.absent.contains(&(p.session, p.target));
+    // Shared bodies: each program's session and the functions it is loaded for, the first
+    // by libbpf (its attach target set here), the others as copies after the load.
+    let mut bodies: HashMap<String, Body> = HashMap::new();
     for mut prog in open.progs_mut() {
-        let found = progs.get(&*prog.name().to_string_lossy());
+        let name = prog.name().to_string_lossy().into_owned();
+        let found = progs.get(&name);
+        if let Some(s) = found
+            .filter(|p| p.role != ProgRole::Multi)
+            .and_then(|p| program.sessions.get(p.session))
+            .filter(|s| settings.mode.shares_body(s))
+        {
+            let ts = present_targets(s, settings);
+            let Some(&first) = ts.first() else {
+                prog.set_autoload(false);
+                continue;
+            };
+            prog.set_attach_target(0, Some(s.targets[first].func.clone()))
+                .map_err(|e| errors::attach_error(e, program, &name))?;
+            bodies.insert(
+                name,
+                Body {
+                    session: s.index,
+                    targets: ts,
+                    marks: Vec::new(),
+                },
+            );
+            continue;
+        }
         if found.is_some_and(|p| p.role != ProgRole::Multi && absent(p)) {
             prog.set_autoload(false);
             continue;
@@ -180,7 +208,11 @@ pub fn run(
         }
     }
     drop(vmlinux);
+    if !bodies.is_empty() {
+        shared::prepare(&mut open, program, &mut bodies)?;
+    }
     let obj = open.load().map_err(|e| errors::load_error(e, program))?;
+    let copy_ids = shared::btf_ids(program, &bodies)?;
 
     // fentry mode: every fexit program before any fentry program, so that each entry
     // pushed has its return attached (a call returning in between would leave its entry
@@ -188,6 +220,7 @@ pub fn run(
     // task's stack empty.
     let mut links = Vec::new();
     let mut multi_links = Vec::new();
+    let mut copies: Vec<Copy> = Vec::new();
     for exits in [true, false] {
         for prog in obj.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
@@ -247,6 +280,9 @@ pub fn run(
                 .attach()
                 .map_err(|e| errors::attach_error(e, program, &name))?;
             links.push(link);
+            if let Some(body) = bodies.get(&name) {
+                copies.extend(shared::load_copies(&prog, &name, body, program, &copy_ids)?);
+            }
         }
     }
 
@@ -324,6 +360,7 @@ pub fn run(
     if let Some(board) = &settings.metrics {
         board.publish(snapshot(
             &obj,
+            &copies,
             program,
             settings,
             &vec![0; program.sessions.len()],
@@ -366,7 +403,8 @@ pub fn run(
             if now >= at {
                 intervals += 1;
                 let stamp = IntervalStamp::now(intervals);
-                let results = snapshots.interval(&obj, program, stamp, true, stacks.as_deref())?;
+                let results =
+                    snapshots.interval(&obj, &copies, program, stamp, true, stacks.as_deref())?;
                 let mut st = state.borrow_mut();
                 print_interval(&mut *st.out, stamp, &results)?;
                 // The next print is on the grid from the start, however long this took.
@@ -401,6 +439,7 @@ pub fn run(
             // A failed read skips one publish; the exporters keep the previous figures.
             if let Ok(snap) = snapshot(
                 &obj,
+                &copies,
                 program,
                 settings,
                 &st.events,
@@ -445,6 +484,9 @@ pub fn run(
     // counters and the events describe the same calls.
     drop(links);
     drop(multi_links);
+    for c in &mut copies {
+        c.link = None;
+    }
     if let Some(r) = &ring {
         r.consume()
             .map_err(RuntimeError::libbpf("draining the ring buffer"))?;
@@ -462,16 +504,17 @@ pub fn run(
     }
 
     if settings.verbose {
-        misses::report_per_program(&obj, program);
+        misses::report_per_program(&obj, &copies, program);
     }
     let outcome = Outcome {
-        summaries: summaries(&obj, program, settings, &events)?,
+        summaries: summaries(&obj, &copies, program, settings, &events)?,
         bad_records: bad,
         in_flight,
     };
     if let Some(board) = &settings.metrics {
         board.publish(snapshot(
             &obj,
+            &copies,
             program,
             settings,
             &events,
@@ -482,7 +525,8 @@ pub fn run(
     if settings.interval.is_some() {
         // The last, partial interval; then the summary, over the whole run.
         let stamp = IntervalStamp::now(intervals + 1);
-        let results = snapshots.interval(&obj, program, stamp, false, stacks.as_deref())?;
+        let results =
+            snapshots.interval(&obj, &copies, program, stamp, false, stacks.as_deref())?;
         print_interval(out, stamp, &results)?;
         for s in &outcome.summaries {
             out.summary(s).map_err(RuntimeError::Output)?;
@@ -491,7 +535,7 @@ pub fn run(
         for s in &outcome.summaries {
             out.summary(s).map_err(RuntimeError::Output)?;
         }
-        for result in snapshot::whole_run(&obj, program, stacks.as_deref())? {
+        for result in snapshot::whole_run(&obj, &copies, program, stacks.as_deref())? {
             out.aggregation(&result).map_err(RuntimeError::Output)?;
         }
     }
@@ -502,6 +546,7 @@ pub fn run(
 /// Each session's counters, summed over CPUs, with its count of decoded `events`.
 fn summaries(
     obj: &libbpf_rs::Object,
+    copies: &[Copy],
     program: &Program,
     settings: &Settings,
     events: &[u64],
@@ -510,7 +555,7 @@ fn summaries(
         .maps()
         .find(|m| m.name() == resources::COUNTERS_MAP)
         .ok_or(RuntimeError::Missing(resources::COUNTERS_MAP))?;
-    let missed = misses::per_session(obj, program);
+    let missed = misses::per_session(obj, copies, program);
     let mut out = Vec::new();
     for s in &program.sessions {
         let key = (s.index as u32).to_ne_bytes();
@@ -565,9 +610,18 @@ fn present(s: &Session, settings: &Settings) -> (Vec<String>, Vec<u64>) {
         .unzip()
 }
 
+/// The indices of session `s`'s functions this kernel has (all but `Settings::absent`).
+fn present_targets(s: &Session, settings: &Settings) -> Vec<usize> {
+    (0..s.targets.len())
+        .filter(|t| !settings.absent.contains(&(s.index, *t)))
+        .collect()
+}
+
 /// The figures `--listen` and `--otlp` export, as they stand now.
+#[allow(clippy::too_many_arguments)]
 fn snapshot(
     obj: &libbpf_rs::Object,
+    copies: &[Copy],
     program: &Program,
     settings: &Settings,
     events: &[u64],
@@ -594,7 +648,7 @@ fn snapshot(
     Ok(figures::Figures {
         start,
         time: std::time::SystemTime::now(),
-        sessions: summaries(obj, program, settings, events)?,
+        sessions: summaries(obj, copies, program, settings, events)?,
         aggregations,
     })
 }

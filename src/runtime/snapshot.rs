@@ -191,6 +191,7 @@ impl Snapshots {
     pub fn interval(
         &mut self,
         obj: &libbpf_rs::Object,
+        copies: &[super::Copy],
         program: &Program,
         stamp: IntervalStamp,
         bump: bool,
@@ -209,7 +210,7 @@ impl Snapshots {
             }
         }
         let now = read_all(obj, program, tag)?;
-        let missed = missed_per_session(obj, program);
+        let missed = missed_per_session(obj, copies, program);
         let mut out = Vec::new();
         for (i, (s, a)) in aggregations(program).enumerate() {
             let before = self.cumulative.get(i).cloned().unwrap_or_default();
@@ -259,11 +260,12 @@ pub fn read_all(
 /// Every aggregation over the whole run (the print without `-i`).
 pub fn whole_run(
     obj: &libbpf_rs::Object,
+    copies: &[super::Copy],
     program: &Program,
     stacks: Option<&StackTable>,
 ) -> Result<Vec<AggResult>, RuntimeError> {
     let all = read_all(obj, program, 1)?;
-    let missed = missed_per_session(obj, program);
+    let missed = missed_per_session(obj, copies, program);
     Ok(aggregations(program)
         .zip(&all)
         .map(|((s, a), snap)| AggResult {
@@ -274,8 +276,12 @@ pub fn whole_run(
 }
 
 /// Each session's skipped calls so far (0 where the kernel does not count them).
-fn missed_per_session(obj: &libbpf_rs::Object, program: &Program) -> Vec<u64> {
-    super::misses::per_session(obj, program)
+fn missed_per_session(
+    obj: &libbpf_rs::Object,
+    copies: &[super::Copy],
+    program: &Program,
+) -> Vec<u64> {
+    super::misses::per_session(obj, copies, program)
         .into_iter()
         .map(|n| n.unwrap_or(0))
         .collect()

@@ -329,6 +329,118 @@ pub fn attach_kprobe_session(
     }
 }
 
+/// libbpf's `bpf_object__prepare`: maps made, programs relocated, nothing loaded.
+pub fn prepare_object(open: &mut libbpf_rs::OpenObject) -> io::Result<()> {
+    // SAFETY: libbpf's own object, not loaded; libbpf refuses a second prepare.
+    let rc = unsafe { libbpf_sys::bpf_object__prepare(open.as_libbpf_object().as_ptr()) };
+    if rc < 0 {
+        return Err(io::Error::from_raw_os_error(-rc));
+    }
+    Ok(())
+}
+
+/// Replaces the instructions of `prog` (not loaded yet) with `insns`.
+pub fn set_insns(
+    prog: &mut OpenProgramMut,
+    mut insns: Vec<libbpf_sys::bpf_insn>,
+) -> io::Result<()> {
+    // SAFETY: libbpf's own program, not loaded; libbpf copies the instructions.
+    let rc = unsafe {
+        libbpf_sys::bpf_program__set_insns(
+            prog.as_libbpf_object().as_ptr(),
+            insns.as_mut_ptr(),
+            insns.len() as _,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::from_raw_os_error(-rc));
+    }
+    Ok(())
+}
+
+/// The attach type `prog` was loaded with.
+pub fn expected_attach_type(prog: &ProgramMut) -> u32 {
+    // SAFETY: libbpf's own program, valid while `prog` is borrowed.
+    unsafe { libbpf_sys::bpf_program__expected_attach_type(prog.as_libbpf_object().as_ptr()) }
+}
+
+/// Why a copy did not load: the errno and the verifier's log.
+pub struct LoadFailure {
+    pub errno: i32,
+    pub log: String,
+}
+
+/// Loads `insns` as a tracing program `name` of `attach_type` on the kernel function
+/// with BTF id `btf_id`. On failure, loads again with the verifier's log on, for the
+/// message.
+pub fn load_tracing_copy(
+    name: &str,
+    insns: &[libbpf_sys::bpf_insn],
+    attach_type: u32,
+    btf_id: u32,
+) -> Result<OwnedFd, LoadFailure> {
+    // The kernel keeps 15 bytes of a program's name.
+    let name = CString::new(name.chars().take(15).collect::<String>()).unwrap_or_default();
+    let license = c"GPL";
+    let mut log = vec![0u8; 0];
+    for log_level in [0, 1] {
+        if log_level == 1 {
+            log = vec![0u8; 1 << 20];
+        }
+        let mut opts = libbpf_sys::bpf_prog_load_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+            expected_attach_type: attach_type,
+            attach_btf_id: btf_id,
+            log_level,
+            log_size: log.len() as u32,
+            log_buf: if log.is_empty() {
+                std::ptr::null_mut()
+            } else {
+                log.as_mut_ptr().cast()
+            },
+            ..Default::default()
+        };
+        // SAFETY: the pointers are valid for the call; the kernel copies the instructions
+        // and writes at most `log_size` bytes of log.
+        let fd = unsafe {
+            libbpf_sys::bpf_prog_load(
+                libbpf_sys::BPF_PROG_TYPE_TRACING,
+                name.as_ptr(),
+                license.as_ptr(),
+                insns.as_ptr(),
+                insns.len() as _,
+                &mut opts,
+            )
+        };
+        if fd >= 0 {
+            // SAFETY: a new descriptor that nothing else owns.
+            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        if log_level == 1 {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            return Err(LoadFailure {
+                errno: -fd,
+                log: String::from_utf8_lossy(&log[..end]).into_owned(),
+            });
+        }
+    }
+    unreachable!("the second try returns")
+}
+
+/// Attaches the loaded copy `prog` (to the function it was loaded for). The link lives
+/// as long as the returned descriptor.
+pub fn link_tracing(prog: &OwnedFd, attach_type: u32) -> io::Result<OwnedFd> {
+    // SAFETY: `prog` is a loaded program; NULL options are allowed (libbpf falls back to
+    // BPF_RAW_TRACEPOINT_OPEN where the kernel cannot link tracing programs, 5.10).
+    let link =
+        unsafe { libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, attach_type, std::ptr::null()) };
+    if link < 0 {
+        return Err(io::Error::from_raw_os_error(-link));
+    }
+    // SAFETY: a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(link) })
+}
+
 #[cfg(test)]
 mod tests {
     /// The host's own BTF: BPF_TRACE_FENTRY has been 24 since it arrived (5.5); a name
