@@ -100,6 +100,10 @@ pub struct Rule {
     ftrace: OnceCell<Option<FtraceList>>,
     /// The types are the running kernel's: its ftrace list (and symbol table) apply.
     read_ftrace: bool,
+    /// A function named exactly is not looked up in ftrace's list (`why_not_named`): a
+    /// run that loads and attaches has the kernel's own answer, and only a refusal costs
+    /// the list (the driver checks again with it, for the message).
+    defer_named: bool,
 }
 
 impl Rule {
@@ -109,6 +113,19 @@ impl Rule {
         Rule {
             ftrace: OnceCell::new(),
             read_ftrace: true,
+            defer_named: false,
+        }
+    }
+
+    /// For a run on the running kernel: as `running_kernel`, but a function named exactly
+    /// is not looked up in ftrace's list. Reading the list up to a name costs the kernel
+    /// time that grows with the square of the name's place in it (70 guest-ms of a cold
+    /// start for `vfs_read`, docs/performance.md); the kernel refuses to attach to a
+    /// function ftrace cannot hook, and the driver then checks again with the list.
+    pub fn running_kernel_deferred() -> Rule {
+        Rule {
+            defer_named: true,
+            ..Rule::running_kernel()
         }
     }
 
@@ -118,6 +135,7 @@ impl Rule {
         Rule {
             ftrace: OnceCell::from(None),
             read_ftrace: false,
+            defer_named: false,
         }
     }
 
@@ -127,6 +145,7 @@ impl Rule {
         Rule {
             ftrace: OnceCell::from(Some(FtraceList::new(Box::new(list)))),
             read_ftrace: false,
+            defer_named: false,
         }
     }
 
@@ -145,8 +164,27 @@ impl Rule {
             .as_ref()
     }
 
+    /// Whether this rule leaves ftrace's list out for functions named exactly.
+    pub fn defers_named(&self) -> bool {
+        self.defer_named
+    }
+
     /// Why `func` cannot be traced, or `None` when nothing rules it out.
     pub fn why_not(&self, kernel: &dyn KernelTypes, func: &FuncSig) -> Option<Reason> {
+        self.why_not_with(kernel, func, true)
+    }
+
+    /// `why_not` for a function the script names exactly (not through a pattern).
+    pub fn why_not_named(&self, kernel: &dyn KernelTypes, func: &FuncSig) -> Option<Reason> {
+        self.why_not_with(kernel, func, !self.defer_named)
+    }
+
+    fn why_not_with(
+        &self,
+        kernel: &dyn KernelTypes,
+        func: &FuncSig,
+        ftrace: bool,
+    ) -> Option<Reason> {
         let name = func.name.as_str();
         if DENIED.contains(&name) {
             return Some(Reason::Denied);
@@ -154,7 +192,7 @@ impl Rule {
         if NORETURN.contains(&name) {
             return Some(Reason::NoReturn);
         }
-        if self.ftrace().is_some_and(|f| !f.contains(name)) {
+        if ftrace && self.ftrace().is_some_and(|f| !f.contains(name)) {
             return Some(Reason::NotHookable);
         }
         if let KType::Struct { union, .. } = kernel.resolve(func.ret) {

@@ -214,7 +214,7 @@ impl Checker<'_> {
             self.error_with(d);
             return None;
         };
-        if let Some(reason) = self.rule().why_not(self.types(), &func) {
+        if let Some(reason) = self.rule().why_not_named(self.types(), &func) {
             self.error(
                 item.span.clone(),
                 DiagKind::Untraceable {

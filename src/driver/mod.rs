@@ -267,7 +267,8 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
         && let Some((mode, program, object)) = warm::lookup(cache, key)
     {
         report_pid_of_threaded_process(&program);
-        return run_object(&program, &object, mode, opts, &[]);
+        return run_object(&program, &object, mode, opts, &[])
+            .map_err(|e| check_again(e, name, text, None, opts));
     }
     // The parse needs no kernel.
     if emit == Some(Emit::Ast) {
@@ -287,7 +288,12 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
         None => resolve_mode(opts.mode, &kernel)?,
         Some(_) => emit_mode(opts.mode, &kernel),
     };
-    let check_opts = check_options(opts, Rc::new(traceability(opts)), &kernel)?;
+    // A run asks ftrace's list only about patterns; the kernel answers for the names.
+    let rule = match emit {
+        None if opts.btf.is_none() => Rule::running_kernel_deferred(),
+        _ => traceability(opts),
+    };
+    let check_opts = check_options(opts, Rc::new(rule), &kernel)?;
     let (program, c) = compile_script(name, text, &kernel, mode, check_opts)?;
     if opts.verbose {
         report_skipped(&program);
@@ -316,7 +322,45 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
                 warm::store(cache, key, mode, &program, &object);
             }
             run_object(&program, &object, mode, opts, &[])
+                .map_err(|e| check_again(e, name, text, Some(&kernel), opts))
         }
+    }
+}
+
+/// A run that failed to load or attach: the script checked again with ftrace's list
+/// (`Rule::running_kernel_deferred` left it out for the functions it names), whose
+/// diagnostic (a function ftrace cannot hook, at its place in the script) says more than
+/// the kernel's refusal; `err` when the list has nothing against the script.
+fn check_again(
+    err: Error,
+    name: &str,
+    text: &str,
+    kernel: Option<&dyn KernelTypes>,
+    opts: &Options,
+) -> Error {
+    if !matches!(err, Error::Runtime(_)) || opts.btf.is_some() {
+        return err;
+    }
+    let loaded;
+    let kernel = match kernel {
+        Some(k) => k,
+        None => match load_kernel_types(None) {
+            Ok(k) => {
+                loaded = k;
+                &loaded
+            }
+            Err(_) => return err,
+        },
+    };
+    let Ok(mode) = resolve_mode(opts.mode, kernel) else {
+        return err;
+    };
+    let Ok(check_opts) = check_options(opts, Rc::new(Rule::running_kernel()), kernel) else {
+        return err;
+    };
+    match crate::compile_with(text, kernel, mode, check_opts) {
+        Err(diagnostics) => script_error(name, text)(diagnostics),
+        Ok(_) => err,
     }
 }
 
