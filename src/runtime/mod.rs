@@ -176,6 +176,7 @@ pub fn run(
                     session: s.index,
                     targets: ts,
                     marks: Vec::new(),
+                    marked: Vec::new(),
                 },
             );
             continue;

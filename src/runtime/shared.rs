@@ -22,11 +22,14 @@ use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 
 /// A program of the object that is a shared body: its session, the functions (target
-/// indices) it runs for on this kernel, the first loaded by libbpf, and its marks.
+/// indices) it runs for on this kernel, the first loaded by libbpf, and its marks, each
+/// with the instruction as compiled (libbpf loads the first function's values over them,
+/// so each copy starts again from these).
 pub struct Body {
     pub session: usize,
     pub targets: Vec<usize>,
     pub marks: Vec<(usize, Mark)>,
+    pub marked: Vec<bpf_insn>,
 }
 
 /// A copy of a shared body loaded for one more function, and its link (`None` once
@@ -59,6 +62,7 @@ pub fn prepare(
         };
         let s = &program.sessions[body.session];
         body.marks = marks(prog.insns());
+        body.marked = body.marks.iter().map(|&(i, _)| prog.insns()[i]).collect();
         let insns = patch(prog.insns(), &body.marks, s, body.targets[0])
             .map_err(|reason| copies_error(s, reason))?;
         bpf::set_insns(&mut prog, insns).map_err(|e| copies_error(s, e.to_string()))?;
@@ -107,19 +111,29 @@ pub fn load_copies(
     ids: &HashMap<String, u32>,
 ) -> Result<Vec<Copy>, RuntimeError> {
     let s = &program.sessions[body.session];
+    if body.targets.len() > 1 {
+        crate::sys::raise_open_files_limit();
+    }
     let Some(role) = program.progs().get(name).map(|p| p.role) else {
         return Err(copies_error(s, format!("no program named {name}")));
     };
     let attach_type = bpf::expected_attach_type(prog);
-    let insns = prog.insns();
+    // The loaded instructions, with the marked ones as compiled again.
+    let mut insns = prog.insns().to_vec();
+    for (&(i, _), original) in body.marks.iter().zip(&body.marked) {
+        match insns.get_mut(i) {
+            Some(insn) => *insn = *original,
+            None => return Err(copies_error(s, format!("mark {i} past the loaded program"))),
+        }
+    }
     let mut out = Vec::new();
     for &t in &body.targets[1..] {
         let func = &s.targets[t].func;
-        let code = patch(insns, &body.marks, s, t).map_err(|reason| copies_error(s, reason))?;
+        let code = patch(&insns, &body.marks, s, t).map_err(|reason| copies_error(s, reason))?;
         let id = *ids
             .get(func)
             .ok_or_else(|| copies_error(s, format!("`{func}` has no BTF id")))?;
-        let fd = bpf::load_tracing_copy(name, &code, attach_type, id)
+        let fd = bpf::load_tracing(name, &code, attach_type, id)
             .map_err(|f| errors::copy_load_error(f.errno, name, &f.log, program))?;
         let link =
             bpf::link_tracing(&fd, attach_type).map_err(|e| errors::copy_attach_error(e, func))?;
@@ -297,6 +311,38 @@ mod tests {
                     Mark::Param(p) => assert_eq!(code[i].off as usize, s.targets[t].slots[p] * 8),
                 }
             }
+        }
+    }
+
+    /// A void function's return value is not read: its copy loads 0 instead, with the
+    /// fields a `r = imm` must leave zero cleared.
+    #[test]
+    fn a_void_function_reads_no_return_value() {
+        use crate::check::resources::Mode;
+        let (program, c) = crate::compile(
+            "session vfs_read, kfree { count() by func }",
+            &crate::btf::Fixture::new(),
+            Mode::Fentry,
+        )
+        .unwrap_or_else(|d| panic!("{d:?}"));
+        let clang = crate::build::find_clang(None).expect("clang");
+        let compiler = crate::build::Compiler::new(clang, false).unwrap();
+        let object = compiler.compile(&c).unwrap_or_else(|e| panic!("{e}\n{c}"));
+        let open = libbpf_rs::ObjectBuilder::default()
+            .open_memory(&object)
+            .expect("libbpf opens it");
+        let prog = open.progs().next().expect("one program");
+        let at = marks(prog.insns());
+        let s = &program.sessions[0];
+        let kfree = s.targets.iter().position(|t| t.func == "kfree").unwrap();
+        let code = patch(prog.insns(), &at, s, kfree).expect("patched");
+        let rets: Vec<_> = at.iter().filter(|m| m.1 == Mark::Ret).collect();
+        assert!(!rets.is_empty(), "{c}");
+        for &&(i, _) in &rets {
+            let insn = &code[i];
+            assert_eq!(insn.code, MOV_IMM);
+            assert_eq!((insn.src_reg(), insn.off, insn.imm), (0, 0, 0));
+            assert_eq!(insn.dst_reg(), prog.insns()[i].dst_reg());
         }
     }
 }

@@ -183,45 +183,16 @@ pub fn probe_tracing(
         code: (libbpf_sys::BPF_JMP | libbpf_sys::BPF_EXIT) as u8,
         ..Default::default()
     };
-    let insns = [mov, exit];
-    let mut opts = libbpf_sys::bpf_prog_load_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
-        expected_attach_type: attach_type,
-        attach_btf_id: btf_id,
-        ..Default::default()
-    };
-    let name = CString::new("fslat_doctor").expect("no NUL in a constant");
-    let license = CString::new("GPL").expect("no NUL in a constant");
-    // SAFETY: the pointers are valid for the call; the kernel copies the instructions.
-    let prog = unsafe {
-        libbpf_sys::bpf_prog_load(
-            libbpf_sys::BPF_PROG_TYPE_TRACING,
-            name.as_ptr(),
-            license.as_ptr(),
-            insns.as_ptr(),
-            insns.len() as _,
-            &mut opts,
-        )
-    };
-    if prog < 0 {
-        return Err(ProbeFailure {
+    let prog = load_tracing("fslat_doctor", &[mov, exit], attach_type, btf_id).map_err(|f| {
+        ProbeFailure {
             step: "loading",
-            errno: -prog,
-        });
-    }
-    // SAFETY: `prog` is a new descriptor this function owns.
-    let prog = unsafe { OwnedFd::from_raw_fd(prog) };
-    // SAFETY: `prog` is a loaded program; NULL options are allowed.
-    let link =
-        unsafe { libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, attach_type, std::ptr::null()) };
-    if link < 0 {
-        return Err(ProbeFailure {
-            step: "attaching",
-            errno: -link,
-        });
-    }
-    // SAFETY: the link is a new descriptor, closed when this drops.
-    drop(unsafe { OwnedFd::from_raw_fd(link) });
+            errno: f.errno,
+        }
+    })?;
+    link_tracing(&prog, attach_type).map_err(|e| ProbeFailure {
+        step: "attaching",
+        errno: e.raw_os_error().unwrap_or(libc::EINVAL),
+    })?;
     Ok(())
 }
 
@@ -364,7 +335,7 @@ pub fn expected_attach_type(prog: &ProgramMut) -> u32 {
     unsafe { libbpf_sys::bpf_program__expected_attach_type(prog.as_libbpf_object().as_ptr()) }
 }
 
-/// Why a copy did not load: the errno and the verifier's log.
+/// Why `load_tracing` failed: the errno and the verifier's log.
 pub struct LoadFailure {
     pub errno: i32,
     pub log: String,
@@ -373,7 +344,7 @@ pub struct LoadFailure {
 /// Loads `insns` as a tracing program `name` of `attach_type` on the kernel function
 /// with BTF id `btf_id`. On failure, loads again with the verifier's log on, for the
 /// message.
-pub fn load_tracing_copy(
+pub fn load_tracing(
     name: &str,
     insns: &[libbpf_sys::bpf_insn],
     attach_type: u32,
