@@ -224,7 +224,13 @@ fn function_of_prog(program: &Program, prog: &str) -> Option<String> {
 
 /// A copy of a shared body the kernel refused (runtime/shared.rs): its verifier log
 /// joins libbpf's, in libbpf's words, and is classified as libbpf's refusals are.
-pub fn copy_load_error(errno: i32, prog: &str, verifier: &str, program: &Program) -> RuntimeError {
+pub fn copy_load_error(
+    errno: i32,
+    prog: &str,
+    func: &str,
+    verifier: &str,
+    program: &Program,
+) -> RuntimeError {
     let text = format!(
         "libbpf: prog '{prog}': BPF program load failed: {}\nlibbpf: -- BEGIN PROG LOAD LOG --\n{verifier}-- END PROG LOAD LOG --\n",
         std::io::Error::from_raw_os_error(errno)
@@ -235,12 +241,22 @@ pub fn copy_load_error(errno: i32, prog: &str, verifier: &str, program: &Program
     if let Ok(mut log) = LOG.lock() {
         log.push_str(&text);
     }
-    classify_load_error(errno, &log(), program, crate::sys::euid()).unwrap_or(
-        RuntimeError::Libbpf {
+    match classify_load_error(errno, &log(), program, crate::sys::euid()) {
+        // The copy's function: the log names only the program, which all copies share.
+        Some(RuntimeError::Verifier { session, summary }) => RuntimeError::Verifier {
+            session,
+            summary: format!("(its copy for `{func}`) {summary}"),
+        },
+        Some(RuntimeError::Untraceable { reason, .. }) => RuntimeError::Untraceable {
+            func: func.to_string(),
+            reason,
+        },
+        Some(e) => e,
+        None => RuntimeError::Libbpf {
             what: "loading the BPF program",
             source: libbpf_rs::Error::from_raw_os_error(errno),
         },
-    )
+    }
 }
 
 /// Attaching a copy of a shared body to `func` failed.

@@ -134,7 +134,7 @@ pub fn load_copies(
             .get(func)
             .ok_or_else(|| copies_error(s, format!("`{func}` has no BTF id")))?;
         let fd = bpf::load_tracing(name, &code, attach_type, id)
-            .map_err(|f| errors::copy_load_error(f.errno, name, &f.log, program))?;
+            .map_err(|f| errors::copy_load_error(f.errno, name, func, &f.log, program))?;
         let link =
             bpf::link_tracing(&fd, attach_type).map_err(|e| errors::copy_attach_error(e, func))?;
         out.push(Copy {
