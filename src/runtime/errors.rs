@@ -235,12 +235,7 @@ pub fn copy_load_error(
         "libbpf: prog '{prog}': BPF program load failed: {}\nlibbpf: -- BEGIN PROG LOAD LOG --\n{verifier}-- END PROG LOAD LOG --\n",
         std::io::Error::from_raw_os_error(errno)
     );
-    if VERBOSE.load(Ordering::Relaxed) {
-        crate::stderr_text!("{text}");
-    }
-    if let Ok(mut log) = LOG.lock() {
-        log.push_str(&text);
-    }
+    print(PrintLevel::Warn, text);
     match classify_load_error(errno, &log(), program, crate::sys::euid()) {
         // The copy's function: the log names only the program, which all copies share.
         Some(RuntimeError::Verifier { session, summary }) => RuntimeError::Verifier {

@@ -158,10 +158,10 @@ pub fn run(
     for mut prog in open.progs_mut() {
         let name = prog.name().to_string_lossy().into_owned();
         let found = progs.get(&name);
-        if let Some(s) = found
+        if let Some((role, s)) = found
             .filter(|p| p.role != ProgRole::Multi)
-            .and_then(|p| program.sessions.get(p.session))
-            .filter(|s| settings.mode.shares_body(s))
+            .and_then(|p| Some((p.role, program.sessions.get(p.session)?)))
+            .filter(|(_, s)| settings.mode.shares_body(s))
         {
             let ts = present_targets(s, settings);
             let Some(&first) = ts.first() else {
@@ -174,6 +174,7 @@ pub fn run(
                 name,
                 Body {
                     session: s.index,
+                    role,
                     targets: ts,
                     marks: Vec::new(),
                     marked: Vec::new(),
@@ -603,11 +604,9 @@ fn summaries(
 /// The functions of session `s` this kernel has (all but `Settings::absent`), each with
 /// its cookie: its index among the session's functions, which the program's tables use.
 fn present(s: &Session, settings: &Settings) -> (Vec<String>, Vec<u64>) {
-    s.targets
-        .iter()
-        .enumerate()
-        .filter(|(t, _)| !settings.absent.contains(&(s.index, *t)))
-        .map(|(t, target)| (target.func.clone(), t as u64))
+    present_targets(s, settings)
+        .into_iter()
+        .map(|t| (s.targets[t].func.clone(), t as u64))
         .unzip()
 }
 

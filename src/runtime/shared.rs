@@ -14,7 +14,7 @@
 use super::RuntimeError;
 use super::errors;
 use crate::check::program::{Program, Session};
-use crate::check::resources::{FN_MARK, Mark, Prog};
+use crate::check::resources::{FN_MARK, Mark, Prog, ProgRole};
 use crate::sys::bpf;
 use libbpf_rs::{OpenObject, ProgramMut};
 use libbpf_sys::bpf_insn;
@@ -27,6 +27,7 @@ use std::os::fd::OwnedFd;
 /// so each copy starts again from these).
 pub struct Body {
     pub session: usize,
+    pub role: ProgRole,
     pub targets: Vec<usize>,
     pub marks: Vec<(usize, Mark)>,
     pub marked: Vec<bpf_insn>,
@@ -92,6 +93,9 @@ pub fn btf_ids(
     let Some(first) = names.first().map(|n| n.0) else {
         return Ok(HashMap::new());
     };
+    // A program and a link descriptor per copy: hundreds of functions pass the usual
+    // soft limit of 1024 open files.
+    crate::sys::raise_open_files_limit();
     let failed = |reason| copies_error(&program.sessions[first], reason);
     let btf = crate::sys::bpf::VmlinuxBtf::load().map_err(failed)?;
     names.sort();
@@ -111,12 +115,6 @@ pub fn load_copies(
     ids: &HashMap<String, u32>,
 ) -> Result<Vec<Copy>, RuntimeError> {
     let s = &program.sessions[body.session];
-    if body.targets.len() > 1 {
-        crate::sys::raise_open_files_limit();
-    }
-    let Some(role) = program.progs().get(name).map(|p| p.role) else {
-        return Err(copies_error(s, format!("no program named {name}")));
-    };
     let attach_type = bpf::expected_attach_type(prog);
     // The loaded instructions, with the marked ones as compiled again.
     let mut insns = prog.insns().to_vec();
@@ -140,7 +138,7 @@ pub fn load_copies(
         out.push(Copy {
             name: format!("{name} ({func})"),
             prog: Prog {
-                role,
+                role: body.role,
                 session: s.index,
                 target: t,
             },
@@ -251,6 +249,16 @@ mod tests {
         );
     }
 
+    /// The object clang makes of `c`, opened by libbpf (nothing loaded).
+    fn opened(c: &str) -> libbpf_rs::OpenObject {
+        let clang = crate::build::find_clang(None).expect("clang");
+        let compiler = crate::build::Compiler::new(clang, false).unwrap();
+        let object = compiler.compile(c).unwrap_or_else(|e| panic!("{e}\n{c}"));
+        libbpf_rs::ObjectBuilder::default()
+            .open_memory(&object)
+            .expect("libbpf opens it")
+    }
+
     #[test]
     fn the_body_marks_match_the_header() {
         let header = include_str!("../../bpf-runtime/fslat.bpf.h");
@@ -269,12 +277,7 @@ mod tests {
         assert!(Mode::Fentry.shares_body(&program.sessions[0]));
         assert_eq!(c.matches("SEC(\"fentry/").count(), 1, "{c}");
         assert_eq!(c.matches("SEC(\"fexit/").count(), 1, "{c}");
-        let clang = crate::build::find_clang(None).expect("clang");
-        let compiler = crate::build::Compiler::new(clang, false).unwrap();
-        let object = compiler.compile(&c).unwrap_or_else(|e| panic!("{e}\n{c}"));
-        let open = libbpf_rs::ObjectBuilder::default()
-            .open_memory(&object)
-            .expect("libbpf opens it");
+        let open = opened(&c);
         let mut found = std::collections::BTreeMap::new();
         for prog in open.progs() {
             let name = prog.name().to_string_lossy().into_owned();
@@ -325,12 +328,7 @@ mod tests {
             Mode::Fentry,
         )
         .unwrap_or_else(|d| panic!("{d:?}"));
-        let clang = crate::build::find_clang(None).expect("clang");
-        let compiler = crate::build::Compiler::new(clang, false).unwrap();
-        let object = compiler.compile(&c).unwrap_or_else(|e| panic!("{e}\n{c}"));
-        let open = libbpf_rs::ObjectBuilder::default()
-            .open_memory(&object)
-            .expect("libbpf opens it");
+        let open = opened(&c);
         let prog = open.progs().next().expect("one program");
         let at = marks(prog.insns());
         let s = &program.sessions[0];
