@@ -62,6 +62,7 @@ pub fn is_bpf_object(bytes: &[u8]) -> bool {
 
 const DIGEST: usize = 32;
 
+#[derive(Debug, Clone)]
 pub struct Cache {
     dir: PathBuf,
     uid: u32,

@@ -332,12 +332,12 @@ pub fn run(path: &std::path::Path, bundle: &Opened, opts: &Options) -> Result<()
     // missing (a lookup per function would cost every start a pass over the BTF).
     // A glob or list matched on the build machine: the functions this kernel lacks are
     // left out (with a warning), the rest traced.
-    let result = run_object(&program, object, mode, opts, &[]);
+    let result = run_object(&program, object, mode, opts, &[], None);
     if let Err(Error::Runtime(_)) = &result {
         // The whole BTF only now: a start that loads never parses it.
         let absent = absent_functions(&program, &load_kernel_types(opts.btf.as_ref())?)?;
         if !absent.is_empty() {
-            return run_object(&program, object, mode, opts, &absent);
+            return run_object(&program, object, mode, opts, &absent, None);
         }
     }
     result

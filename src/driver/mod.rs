@@ -267,7 +267,7 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
         && let Some((mode, program, object)) = warm::lookup(cache, key)
     {
         report_pid_of_threaded_process(&program);
-        return run_object(&program, &object, mode, opts, &[])
+        return run_object(&program, &object, mode, opts, &[], warm::loads(cache, key))
             .map_err(|e| check_again(e, name, text, None, opts));
     }
     // The parse needs no kernel.
@@ -321,7 +321,10 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
             if let Some((cache, key)) = &warm {
                 warm::store(cache, key, mode, &program, &object);
             }
-            run_object(&program, &object, mode, opts, &[])
+            let loads = warm
+                .as_ref()
+                .and_then(|(cache, key)| warm::loads(cache, key));
+            run_object(&program, &object, mode, opts, &[], loads)
                 .map_err(|e| check_again(e, name, text, Some(&kernel), opts))
         }
     }

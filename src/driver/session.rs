@@ -24,7 +24,7 @@ pub fn compile_and_run(
 ) -> Result<(), Error> {
     check_stack_output(&compiled.program, opts)?;
     let object = compiler.compile(&compiled.c)?;
-    run_object(&compiled.program, &object, compiled.mode, opts, &[])
+    run_object(&compiled.program, &object, compiled.mode, opts, &[], None)
 }
 
 /// How often `--otlp` pushes without `-i` (with it, once every interval).
@@ -37,6 +37,7 @@ pub fn run_object(
     mode: Mode,
     opts: &Options,
     absent: &[(usize, usize)],
+    load_cache: Option<std::sync::Arc<dyn runtime::LoadCache>>,
 ) -> Result<(), Error> {
     interrupted()?;
     check_stack_output(program, opts)?;
@@ -134,6 +135,7 @@ pub fn run_object(
             None => 0,
         }),
         absent: absent.to_vec(),
+        load_cache,
     };
     let mut writer = writer(opts, program)?;
     let child = std::cell::RefCell::new(child);

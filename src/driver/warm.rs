@@ -73,3 +73,27 @@ pub fn store(cache: &Cache, key: &str, mode: Mode, program: &Program, object: &[
     cache.put(&format!("{key}.run.o"), object);
     cache.put(&format!("{key}.run.json"), entry.to_string().as_bytes());
 }
+
+/// The warm start's load record for this key (`runtime::replay`).
+#[derive(Debug)]
+struct Loads {
+    cache: Cache,
+    name: String,
+}
+
+impl crate::runtime::LoadCache for Loads {
+    fn get(&self) -> Option<Vec<u8>> {
+        self.cache.get(&self.name)
+    }
+
+    fn put(&self, record: &[u8]) {
+        self.cache.put(&self.name, record);
+    }
+}
+
+pub fn loads(cache: &Cache, key: &str) -> Option<std::sync::Arc<dyn crate::runtime::LoadCache>> {
+    Some(std::sync::Arc::new(Loads {
+        cache: cache.clone(),
+        name: format!("{key}.run.load"),
+    }))
+}

@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, AsRawFd};
 
 /// `NAME (TYPE, N entries at most): B bytes of kernel memory`, or the same without the
 /// figure when the kernel does not say it.
-pub fn describe(map: &libbpf_rs::Map<'_>) -> String {
+pub fn describe(map: &libbpf_rs::MapHandle) -> String {
     let n = map.max_entries();
     let what = format!(
         "map {} ({:?}, {n} {} at most)",

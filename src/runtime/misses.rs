@@ -15,16 +15,15 @@ use std::os::fd::{AsFd, BorrowedFd};
 /// Calls `f` with every program of the run, the object's and the copies of shared
 /// bodies: its name, what it is, its descriptor.
 fn each(
-    obj: &libbpf_rs::Object,
+    obj: &super::Loaded,
     copies: &[Copy],
     program: &Program,
     mut f: impl FnMut(&str, Prog, BorrowedFd),
 ) {
     let progs = program.progs();
-    for prog in obj.progs() {
-        let name = prog.name().to_string_lossy().into_owned();
-        if let Some(p) = progs.get(&name) {
-            f(&name, *p, prog.as_fd());
+    for (name, fd) in obj.progs() {
+        if let Some(p) = progs.get(name) {
+            f(name, *p, fd);
         }
     }
     for c in copies {
@@ -33,11 +32,7 @@ fn each(
 }
 
 /// Per session, the skips of all its programs (`None` where the kernel does not count).
-pub fn per_session(
-    obj: &libbpf_rs::Object,
-    copies: &[Copy],
-    program: &Program,
-) -> Vec<Option<u64>> {
+pub fn per_session(obj: &super::Loaded, copies: &[Copy], program: &Program) -> Vec<Option<u64>> {
     let mut out = vec![None; program.sessions.len()];
     each(obj, copies, program, |_, p, fd| {
         if let (Some(slot), Ok(Some(n))) = (out.get_mut(p.session), prog_recursion_misses(fd)) {
@@ -49,7 +44,7 @@ pub fn per_session(
 
 /// With `-v`: each program's own skips, where there were some (fentry mode tells the
 /// entry's from the return's).
-pub fn report_per_program(obj: &libbpf_rs::Object, copies: &[Copy], program: &Program) {
+pub fn report_per_program(obj: &super::Loaded, copies: &[Copy], program: &Program) {
     each(obj, copies, program, |name, p, fd| {
         let Ok(Some(n)) = prog_recursion_misses(fd) else {
             return;

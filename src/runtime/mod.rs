@@ -4,10 +4,12 @@
 
 mod errors;
 pub mod figures;
+mod loaded;
 mod memory;
 mod misses;
 mod multi;
 mod privileges;
+mod replay;
 mod shared;
 pub mod signals;
 pub mod snapshot;
@@ -21,7 +23,8 @@ use crate::check::resources::{self, Mode, ProgRole, Setting};
 use crate::output::interval::IntervalStamp;
 use crate::output::{AggResult, Decoder, Summary, Writer};
 use crate::stacks::StackTable;
-use libbpf_rs::{MapCore, MapFlags, MapHandle, ObjectBuilder, RingBufferBuilder};
+use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, RingBufferBuilder};
+use loaded::Loaded;
 use shared::{Body, Copy};
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
@@ -66,6 +69,15 @@ pub struct Settings {
     /// loaded, multi-attach links leave them out (the others keep their cookies), and
     /// the summary's `functions` counts the rest.
     pub absent: Vec<(usize, usize)>,
+    /// The warm start's record of how this object loads on this kernel (`replay`):
+    /// replayed when there is one, written after a load by libbpf.
+    pub load_cache: Option<std::sync::Arc<dyn LoadCache>>,
+}
+
+/// Where the warm start keeps its load record (`replay::Record`, encoded).
+pub trait LoadCache: Send + Sync + std::fmt::Debug {
+    fn get(&self) -> Option<Vec<u8>>;
+    fn put(&self, record: &[u8]);
 }
 
 pub const DEFAULT_RING_SIZE: u32 = 256 * 1024;
@@ -97,14 +109,390 @@ pub fn run(
     keep_going: &mut dyn FnMut() -> bool,
 ) -> Result<Outcome, RuntimeError> {
     errors::capture_libbpf_log(settings.verbose);
-    let aggregation_maps: HashSet<String> = program
+    let replayed = settings
+        .load_cache
+        .as_ref()
+        .filter(|_| replay::eligible(program, settings))
+        .and_then(|cache| cache.get())
+        .and_then(|bytes| replay::Record::decode(&bytes))
+        .and_then(|record| match replay::load(&record, program, settings) {
+            Ok(r) => {
+                if settings.verbose {
+                    crate::stderr_line!(
+                        "fslat: loaded from the warm start's load record (the kernel's BTF not read)"
+                    );
+                }
+                Some(r)
+            }
+            Err(why) => {
+                if settings.verbose {
+                    crate::stderr_line!(
+                        "fslat: the warm start's load record did not load ({why}); loading with libbpf"
+                    );
+                }
+                None
+            }
+        });
+    let Attached {
+        _obj,
+        loaded,
+        links,
+        fd_links,
+        multi_links,
+        mut copies,
+    } = match replayed {
+        Some(r) => Attached {
+            _obj: None,
+            loaded: r.loaded,
+            links: Vec::new(),
+            fd_links: r.links,
+            multi_links: Vec::new(),
+            copies: Vec::new(),
+        },
+        None => load_with_libbpf(program, object, settings)?,
+    };
+
+    let stacks = if program.uses_kstack || program.uses_ustack {
+        let handle = |name: &str| {
+            loaded
+                .handle(name)
+                .map_err(RuntimeError::libbpf("opening a stack map"))
+        };
+        let table = Rc::new(
+            StackTable::new(
+                handle(resources::KSTACKS_MAP)?,
+                handle(resources::USTACKS_MAP)?,
+                program.sessions.iter().any(|s| {
+                    matches!(
+                        settings.mode.of_session(s),
+                        Mode::Fentry | Mode::Fexit | Mode::FexitMulti
+                    )
+                }),
+            )
+            .with_user_maps(
+                handle(resources::USTACKS_MAP_2)?,
+                handle(resources::UFRAMES_MAP)?,
+                handle(resources::UFILES_MAP)?,
+            ),
+        );
+        out.set_stacks(table.clone());
+        Some(table)
+    } else {
+        None
+    };
+
+    let decoder = Decoder::new(program);
+    let state = RefCell::new(State {
+        out,
+        events: vec![0; program.sessions.len()],
+        bad: 0,
+        io: None,
+    });
+    let ring = match loaded.map(resources::EVENTS_MAP) {
+        Some(map) => {
+            let mut b = RingBufferBuilder::new();
+            b.add(map, |record: &[u8]| {
+                if let (Some(t), Some(tgid)) = (&stacks, announced_tgid(record)) {
+                    t.announce(tgid);
+                    return 0;
+                }
+                let mut st = state.borrow_mut();
+                match decoder.decode(record) {
+                    Ok(schema) => {
+                        st.events[schema.id as usize] += 1;
+                        if let Err(e) = st.out.event(schema, record) {
+                            st.io.get_or_insert(e);
+                            return -1;
+                        }
+                    }
+                    Err(_) => st.bad += 1,
+                }
+                0
+            })
+            .map_err(RuntimeError::libbpf("reading the ring buffer"))?;
+            Some(
+                b.build()
+                    .map_err(RuntimeError::libbpf("reading the ring buffer"))?,
+            )
+        }
+        None => None,
+    };
+
+    let started = std::time::SystemTime::now();
+    // Every series exists from the first scrape after `Tracing`: zeros until counted (an
+    // empty page would read as a successful scrape with no fslat_* series).
+    if let Some(board) = &settings.metrics {
+        board.publish(snapshot(
+            &loaded,
+            &copies,
+            program,
+            settings,
+            &vec![0; program.sessions.len()],
+            started,
+            stacks.as_deref(),
+        )?);
+    }
+    // Before `Tracing`: whoever sees it sees the run with what it keeps.
+    if let Some(extra) = settings.keep_after_attach {
+        privileges::keep_what_the_run_needs(&loaded, program, extra);
+    }
+    attached();
+    let mut published = Instant::now();
+    let start = Instant::now();
+    let deadline = settings.duration.map(|d| start + d);
+    let mut snapshots = snapshot::Snapshots::default();
+    let mut intervals = 0;
+    let mut next_print = settings.interval.map(|i| start + i);
+    let names_cgroups = snapshot::aggregations(program).any(|(_, a)| {
+        a.keys
+            .iter()
+            .any(|k| matches!(k.kind, FieldKind::CgroupName(_)))
+    });
+    if names_cgroups {
+        // The cgroups there at the start are named whatever becomes of them.
+        snapshot::remember_cgroups(&loaded, program);
+    }
+    let mut cgroups_seen = Instant::now();
+    while keep_going() {
+        let mut wait = Duration::from_millis(100);
+        if let Some(end) = deadline {
+            let now = Instant::now();
+            if now >= end {
+                break;
+            }
+            wait = wait.min(end - now);
+        }
+        if let (Some(at), Some(every)) = (next_print, settings.interval) {
+            let now = Instant::now();
+            if now >= at {
+                intervals += 1;
+                let stamp = IntervalStamp::now(intervals);
+                let results = snapshots.interval(
+                    &loaded,
+                    &copies,
+                    program,
+                    stamp,
+                    true,
+                    stacks.as_deref(),
+                )?;
+                let mut st = state.borrow_mut();
+                print_interval(&mut *st.out, stamp, &results)?;
+                // The next print is on the grid from the start, however long this took.
+                let mut next = at + every;
+                while next <= now {
+                    next += every;
+                }
+                next_print = Some(next);
+            }
+            wait = wait.min(next_print.map_or(wait, |n| n.saturating_duration_since(now)));
+        }
+        match &ring {
+            // EINTR (a signal) comes back as an error: the loop re-checks keep_going.
+            Some(r) => {
+                let _ = r.poll(wait);
+            }
+            None => std::thread::sleep(wait),
+        }
+        if names_cgroups && cgroups_seen.elapsed() >= CGROUP_LOOK_EVERY {
+            snapshot::remember_cgroups(&loaded, program);
+            cgroups_seen = Instant::now();
+        }
+        // Output is block-buffered; flushing once per poll keeps it live.
+        let mut st = state.borrow_mut();
+        if let Some(e) = st.io.take() {
+            return Err(RuntimeError::Output(e));
+        }
+        st.out.flush().map_err(RuntimeError::Output)?;
+        if let Some(board) = &settings.metrics
+            && published.elapsed() >= figures::PUBLISH_EVERY
+        {
+            // A failed read skips one publish; the exporters keep the previous figures.
+            if let Ok(snap) = snapshot(
+                &loaded,
+                &copies,
+                program,
+                settings,
+                &st.events,
+                started,
+                stacks.as_deref(),
+            ) {
+                board.publish(snap);
+            }
+            published = Instant::now();
+        }
+    }
+
+    // Task storage cannot be listed: only the hash map of kernels without it is counted.
+    let in_flight: Vec<(String, usize)> = program
         .sessions
         .iter()
-        .flat_map(|s| &s.aggregations)
-        // A per-CPU array has its one slot whatever --max-keys says.
-        .filter(|a| !a.per_cpu_array())
-        .flat_map(|a| std::iter::once(a.map()).chain(a.max_map()))
+        .filter_map(|s| {
+            let names: HashSet<String> = (0..s.targets.len()).map(|t| s.calls_map(t)).collect();
+            let maps: Vec<_> = loaded
+                .maps()
+                .filter(|m| {
+                    names.contains(&*m.name().to_string_lossy())
+                        && m.map_type() == libbpf_rs::MapType::Hash
+                })
+                .collect();
+            (!maps.is_empty())
+                .then(|| (s.label.clone(), maps.iter().map(|m| m.keys().count()).sum()))
+        })
         .collect();
+    if settings.verbose {
+        for (label, n) in &in_flight {
+            crate::stderr_line!(
+                "fslat: {label}: {n} entries left in the per-thread map at the end"
+            );
+        }
+        for map in loaded.maps() {
+            crate::stderr_line!("fslat: {}", memory::describe(map));
+        }
+    }
+
+    // Stop producing, deliver what was produced, then count: in this order the
+    // counters and the events describe the same calls.
+    drop(links);
+    drop(fd_links);
+    drop(multi_links);
+    for c in &mut copies {
+        c.link = None;
+    }
+    if let Some(r) = &ring {
+        r.consume()
+            .map_err(RuntimeError::libbpf("draining the ring buffer"))?;
+    }
+    drop(ring);
+    let State {
+        out,
+        events,
+        bad,
+        io,
+        ..
+    } = state.into_inner();
+    if let Some(e) = io {
+        return Err(RuntimeError::Output(e));
+    }
+
+    if settings.verbose {
+        misses::report_per_program(&loaded, &copies, program);
+    }
+    let outcome = Outcome {
+        summaries: summaries(&loaded, &copies, program, settings, &events)?,
+        bad_records: bad,
+        in_flight,
+    };
+    if let Some(board) = &settings.metrics {
+        board.publish(snapshot(
+            &loaded,
+            &copies,
+            program,
+            settings,
+            &events,
+            started,
+            stacks.as_deref(),
+        )?);
+    }
+    if settings.interval.is_some() {
+        // The last, partial interval; then the summary, over the whole run.
+        let stamp = IntervalStamp::now(intervals + 1);
+        let results =
+            snapshots.interval(&loaded, &copies, program, stamp, false, stacks.as_deref())?;
+        print_interval(out, stamp, &results)?;
+        for s in &outcome.summaries {
+            out.summary(s).map_err(RuntimeError::Output)?;
+        }
+    } else {
+        for s in &outcome.summaries {
+            out.summary(s).map_err(RuntimeError::Output)?;
+        }
+        for result in snapshot::whole_run(&loaded, &copies, program, stacks.as_deref())? {
+            out.aggregation(&result).map_err(RuntimeError::Output)?;
+        }
+    }
+    out.flush().map_err(RuntimeError::Output)?;
+    Ok(outcome)
+}
+
+/// What is in the kernel and attached, and what keeps it so.
+struct Attached {
+    _obj: Option<libbpf_rs::Object>,
+    loaded: Loaded,
+    links: Vec<libbpf_rs::Link>,
+    fd_links: Vec<std::os::fd::OwnedFd>,
+    multi_links: Vec<std::os::fd::OwnedFd>,
+    copies: Vec<Copy>,
+}
+
+/// The maps' sizes this run asks for (`--max-keys`, `--max-in-flight`, `-b`), by map.
+struct Sizes {
+    aggregation_maps: HashSet<String>,
+    span_maps: HashSet<String>,
+}
+
+impl Sizes {
+    fn new(program: &Program) -> Sizes {
+        Sizes {
+            aggregation_maps: program
+                .sessions
+                .iter()
+                .flat_map(|s| &s.aggregations)
+                // A per-CPU array has its one slot whatever --max-keys says.
+                .filter(|a| !a.per_cpu_array())
+                .flat_map(|a| std::iter::once(a.map()).chain(a.max_map()))
+                .collect(),
+            span_maps: program
+                .sessions
+                .iter()
+                .filter(|s| s.span.is_some())
+                .map(|s| s.calls_map(0))
+                .collect(),
+        }
+    }
+
+    /// Map `name`'s size for this run, and what asked for it; `None`: the object's.
+    fn max_entries(&self, name: &str, settings: &Settings) -> Option<(u32, &'static str)> {
+        if name == resources::EVENTS_MAP {
+            Some((settings.ring_size, "sizing the ring buffer"))
+        } else if let Some(n) = settings
+            .max_keys
+            .filter(|_| self.aggregation_maps.contains(name))
+        {
+            Some((n, "sizing an aggregation map (--max-keys)"))
+        } else {
+            settings
+                .max_in_flight
+                .filter(|_| self.span_maps.contains(name))
+                .map(|n| (n, "sizing a span's map (--max-in-flight)"))
+        }
+    }
+}
+
+/// Writes this run's part of map `name`'s initial data (the settings, the arguments).
+fn initial_data(name: &str, data: &mut [u8], settings: &Settings) -> Result<(), RuntimeError> {
+    if name == resources::SETTINGS_SECTION {
+        let data = data
+            .get_mut(..Setting::struct_size())
+            .ok_or(RuntimeError::Missing(
+                "struct fslat_settings in its section",
+            ))?;
+        write_settings(data, settings);
+    } else if name == resources::ARGS_SECTION {
+        data.get_mut(..settings.args.len())
+            .ok_or(RuntimeError::Missing("struct fslat_args in its section"))?
+            .copy_from_slice(&settings.args);
+    }
+    Ok(())
+}
+
+/// Opens, loads and attaches `object` with libbpf (the record of the load kept for the
+/// next warm start, where it can serve).
+fn load_with_libbpf(
+    program: &Program,
+    object: &[u8],
+    settings: &Settings,
+) -> Result<Attached, RuntimeError> {
+    let sizes = Sizes::new(program);
     let mut open = ObjectBuilder::default()
         .name("fslat")
         .map_err(RuntimeError::libbpf("naming the object"))?
@@ -112,38 +500,13 @@ pub fn run(
         .map_err(RuntimeError::libbpf("opening the BPF object"))?;
     for mut map in open.maps_mut() {
         let name = map.name().to_string_lossy().into_owned();
-        if name == resources::SETTINGS_SECTION {
-            let data = map
-                .initial_value_mut()
-                .filter(|d| d.len() >= Setting::struct_size())
-                .ok_or(RuntimeError::Missing(
-                    "struct fslat_settings in its section",
-                ))?;
-            write_settings(data, settings);
-        } else if name == resources::ARGS_SECTION {
-            let data = map
-                .initial_value_mut()
-                .filter(|d| d.len() >= settings.args.len())
-                .ok_or(RuntimeError::Missing("struct fslat_args in its section"))?;
-            data[..settings.args.len()].copy_from_slice(&settings.args);
-        } else if name == resources::EVENTS_MAP {
-            map.set_max_entries(settings.ring_size)
-                .map_err(RuntimeError::libbpf("sizing the ring buffer"))?;
-        } else if let Some(n) = settings.max_keys
-            && aggregation_maps.contains(&name)
-        {
-            map.set_max_entries(n).map_err(RuntimeError::libbpf(
-                "sizing an aggregation map (--max-keys)",
-            ))?;
-        } else if let Some(n) = settings.max_in_flight.filter(|_| {
-            program
-                .sessions
-                .iter()
-                .any(|s| s.span.is_some() && s.calls_map(0) == name)
-        }) {
-            map.set_max_entries(n).map_err(RuntimeError::libbpf(
-                "sizing a span's map (--max-in-flight)",
-            ))?;
+        if let Some(data) = map.initial_value_mut() {
+            initial_data(&name, data, settings)?;
+        } else if name == resources::SETTINGS_SECTION || name == resources::ARGS_SECTION {
+            return Err(RuntimeError::Missing("the settings' or arguments' section"));
+        }
+        if let Some((n, what)) = sizes.max_entries(&name, settings) {
+            map.set_max_entries(n).map_err(RuntimeError::libbpf(what))?;
         }
     }
     let progs = program.progs();
@@ -214,6 +577,19 @@ pub fn run(
         shared::prepare(&mut open, program, &mut bodies)?;
     }
     let obj = open.load().map_err(|e| errors::load_error(e, program))?;
+    if let Some(cache) = settings
+        .load_cache
+        .as_ref()
+        .filter(|_| replay::eligible(program, settings))
+    {
+        match replay::record(&obj) {
+            Ok(record) => cache.put(&record.encode()),
+            Err(why) if settings.verbose => {
+                crate::stderr_line!("fslat: no load record for the warm start: {why}")
+            }
+            Err(_) => {}
+        }
+    }
     let copy_ids = shared::btf_ids(program, &bodies)?;
 
     // fentry mode: every fexit program before any fentry program, so that each entry
@@ -287,275 +663,29 @@ pub fn run(
             }
         }
     }
-
-    let stacks = if program.uses_kstack || program.uses_ustack {
-        let handle = |name: &str| {
-            obj.maps()
-                .find(|m| m.name().to_string_lossy() == name)
-                .map(|m| MapHandle::try_from(&m))
-                .transpose()
-                .map_err(RuntimeError::libbpf("opening a stack map"))
-        };
-        let table = Rc::new(
-            StackTable::new(
-                handle(resources::KSTACKS_MAP)?,
-                handle(resources::USTACKS_MAP)?,
-                program.sessions.iter().any(|s| {
-                    matches!(
-                        settings.mode.of_session(s),
-                        Mode::Fentry | Mode::Fexit | Mode::FexitMulti
-                    )
-                }),
-            )
-            .with_user_maps(
-                handle(resources::USTACKS_MAP_2)?,
-                handle(resources::UFRAMES_MAP)?,
-                handle(resources::UFILES_MAP)?,
-            ),
-        );
-        out.set_stacks(table.clone());
-        Some(table)
-    } else {
-        None
-    };
-
-    let decoder = Decoder::new(program);
-    let state = RefCell::new(State {
-        out,
-        events: vec![0; program.sessions.len()],
-        bad: 0,
-        io: None,
-    });
-    let ring = match obj.maps().find(|m| m.name() == resources::EVENTS_MAP) {
-        Some(map) => {
-            let mut b = RingBufferBuilder::new();
-            b.add(&map, |record: &[u8]| {
-                if let (Some(t), Some(tgid)) = (&stacks, announced_tgid(record)) {
-                    t.announce(tgid);
-                    return 0;
-                }
-                let mut st = state.borrow_mut();
-                match decoder.decode(record) {
-                    Ok(schema) => {
-                        st.events[schema.id as usize] += 1;
-                        if let Err(e) = st.out.event(schema, record) {
-                            st.io.get_or_insert(e);
-                            return -1;
-                        }
-                    }
-                    Err(_) => st.bad += 1,
-                }
-                0
-            })
-            .map_err(RuntimeError::libbpf("reading the ring buffer"))?;
-            Some(
-                b.build()
-                    .map_err(RuntimeError::libbpf("reading the ring buffer"))?,
-            )
-        }
-        None => None,
-    };
-
-    let started = std::time::SystemTime::now();
-    // Every series exists from the first scrape after `Tracing`: zeros until counted (an
-    // empty page would read as a successful scrape with no fslat_* series).
-    if let Some(board) = &settings.metrics {
-        board.publish(snapshot(
-            &obj,
-            &copies,
-            program,
-            settings,
-            &vec![0; program.sessions.len()],
-            started,
-            stacks.as_deref(),
-        )?);
-    }
-    // Before `Tracing`: whoever sees it sees the run with what it keeps.
-    if let Some(extra) = settings.keep_after_attach {
-        privileges::keep_what_the_run_needs(&obj, program, extra);
-    }
-    attached();
-    let mut published = Instant::now();
-    let start = Instant::now();
-    let deadline = settings.duration.map(|d| start + d);
-    let mut snapshots = snapshot::Snapshots::default();
-    let mut intervals = 0;
-    let mut next_print = settings.interval.map(|i| start + i);
-    let names_cgroups = snapshot::aggregations(program).any(|(_, a)| {
-        a.keys
-            .iter()
-            .any(|k| matches!(k.kind, FieldKind::CgroupName(_)))
-    });
-    if names_cgroups {
-        // The cgroups there at the start are named whatever becomes of them.
-        snapshot::remember_cgroups(&obj, program);
-    }
-    let mut cgroups_seen = Instant::now();
-    while keep_going() {
-        let mut wait = Duration::from_millis(100);
-        if let Some(end) = deadline {
-            let now = Instant::now();
-            if now >= end {
-                break;
-            }
-            wait = wait.min(end - now);
-        }
-        if let (Some(at), Some(every)) = (next_print, settings.interval) {
-            let now = Instant::now();
-            if now >= at {
-                intervals += 1;
-                let stamp = IntervalStamp::now(intervals);
-                let results =
-                    snapshots.interval(&obj, &copies, program, stamp, true, stacks.as_deref())?;
-                let mut st = state.borrow_mut();
-                print_interval(&mut *st.out, stamp, &results)?;
-                // The next print is on the grid from the start, however long this took.
-                let mut next = at + every;
-                while next <= now {
-                    next += every;
-                }
-                next_print = Some(next);
-            }
-            wait = wait.min(next_print.map_or(wait, |n| n.saturating_duration_since(now)));
-        }
-        match &ring {
-            // EINTR (a signal) comes back as an error: the loop re-checks keep_going.
-            Some(r) => {
-                let _ = r.poll(wait);
-            }
-            None => std::thread::sleep(wait),
-        }
-        if names_cgroups && cgroups_seen.elapsed() >= CGROUP_LOOK_EVERY {
-            snapshot::remember_cgroups(&obj, program);
-            cgroups_seen = Instant::now();
-        }
-        // Output is block-buffered; flushing once per poll keeps it live.
-        let mut st = state.borrow_mut();
-        if let Some(e) = st.io.take() {
-            return Err(RuntimeError::Output(e));
-        }
-        st.out.flush().map_err(RuntimeError::Output)?;
-        if let Some(board) = &settings.metrics
-            && published.elapsed() >= figures::PUBLISH_EVERY
-        {
-            // A failed read skips one publish; the exporters keep the previous figures.
-            if let Ok(snap) = snapshot(
-                &obj,
-                &copies,
-                program,
-                settings,
-                &st.events,
-                started,
-                stacks.as_deref(),
-            ) {
-                board.publish(snap);
-            }
-            published = Instant::now();
-        }
-    }
-
-    // Task storage cannot be listed: only the hash map of kernels without it is counted.
-    let in_flight: Vec<(String, usize)> = program
-        .sessions
-        .iter()
-        .filter_map(|s| {
-            let names: HashSet<String> = (0..s.targets.len()).map(|t| s.calls_map(t)).collect();
-            let maps: Vec<_> = obj
-                .maps()
-                .filter(|m| {
-                    names.contains(&*m.name().to_string_lossy())
-                        && m.map_type() == libbpf_rs::MapType::Hash
-                })
-                .collect();
-            (!maps.is_empty())
-                .then(|| (s.label.clone(), maps.iter().map(|m| m.keys().count()).sum()))
-        })
-        .collect();
-    if settings.verbose {
-        for (label, n) in &in_flight {
-            crate::stderr_line!(
-                "fslat: {label}: {n} entries left in the per-thread map at the end"
-            );
-        }
-        for map in obj.maps() {
-            crate::stderr_line!("fslat: {}", memory::describe(&map));
-        }
-    }
-
-    // Stop producing, deliver what was produced, then count: in this order the
-    // counters and the events describe the same calls.
-    drop(links);
-    drop(multi_links);
-    for c in &mut copies {
-        c.link = None;
-    }
-    if let Some(r) = &ring {
-        r.consume()
-            .map_err(RuntimeError::libbpf("draining the ring buffer"))?;
-    }
-    drop(ring);
-    let State {
-        out,
-        events,
-        bad,
-        io,
-        ..
-    } = state.into_inner();
-    if let Some(e) = io {
-        return Err(RuntimeError::Output(e));
-    }
-
-    if settings.verbose {
-        misses::report_per_program(&obj, &copies, program);
-    }
-    let outcome = Outcome {
-        summaries: summaries(&obj, &copies, program, settings, &events)?,
-        bad_records: bad,
-        in_flight,
-    };
-    if let Some(board) = &settings.metrics {
-        board.publish(snapshot(
-            &obj,
-            &copies,
-            program,
-            settings,
-            &events,
-            started,
-            stacks.as_deref(),
-        )?);
-    }
-    if settings.interval.is_some() {
-        // The last, partial interval; then the summary, over the whole run.
-        let stamp = IntervalStamp::now(intervals + 1);
-        let results =
-            snapshots.interval(&obj, &copies, program, stamp, false, stacks.as_deref())?;
-        print_interval(out, stamp, &results)?;
-        for s in &outcome.summaries {
-            out.summary(s).map_err(RuntimeError::Output)?;
-        }
-    } else {
-        for s in &outcome.summaries {
-            out.summary(s).map_err(RuntimeError::Output)?;
-        }
-        for result in snapshot::whole_run(&obj, &copies, program, stacks.as_deref())? {
-            out.aggregation(&result).map_err(RuntimeError::Output)?;
-        }
-    }
-    out.flush().map_err(RuntimeError::Output)?;
-    Ok(outcome)
+    let loaded = Loaded::from_object(&obj).map_err(|e| {
+        RuntimeError::libbpf("reading the loaded object")(libbpf_rs::Error::from(e))
+    })?;
+    Ok(Attached {
+        _obj: Some(obj),
+        loaded,
+        links,
+        fd_links: Vec::new(),
+        multi_links,
+        copies,
+    })
 }
 
 /// Each session's counters, summed over CPUs, with its count of decoded `events`.
 fn summaries(
-    obj: &libbpf_rs::Object,
+    obj: &Loaded,
     copies: &[Copy],
     program: &Program,
     settings: &Settings,
     events: &[u64],
 ) -> Result<Vec<Summary>, RuntimeError> {
     let counters = obj
-        .maps()
-        .find(|m| m.name() == resources::COUNTERS_MAP)
+        .map(resources::COUNTERS_MAP)
         .ok_or(RuntimeError::Missing(resources::COUNTERS_MAP))?;
     let missed = misses::per_session(obj, copies, program);
     let mut out = Vec::new();
@@ -589,10 +719,7 @@ fn summaries(
                 Source::Events => Some(events[s.index]),
                 Source::Functions => Some(present(s, settings).0.len() as u64),
                 Source::Missed => missed.get(s.index).copied().flatten(),
-                Source::InFlight => obj
-                    .maps()
-                    .find(|m| m.name().to_string_lossy() == s.calls_map(0))
-                    .map(|m| m.keys().count() as u64),
+                Source::InFlight => obj.map(&s.calls_map(0)).map(|m| m.keys().count() as u64),
             };
             summary.set(c, value.filter(|_| has));
         }
@@ -620,7 +747,7 @@ fn present_targets(s: &Session, settings: &Settings) -> Vec<usize> {
 /// The figures `--listen` and `--otlp` export, as they stand now.
 #[allow(clippy::too_many_arguments)]
 fn snapshot(
-    obj: &libbpf_rs::Object,
+    obj: &Loaded,
     copies: &[Copy],
     program: &Program,
     settings: &Settings,
@@ -654,11 +781,8 @@ fn snapshot(
 }
 
 /// The state of `a`'s value before any update: its map value, all zeros.
-fn unset(obj: &libbpf_rs::Object, a: &Aggregation) -> Option<crate::aggregate::State> {
-    let name = a.map();
-    let map = obj
-        .maps()
-        .find(|m| m.name().to_string_lossy() == name.as_str())?;
+fn unset(obj: &Loaded, a: &Aggregation) -> Option<crate::aggregate::State> {
+    let map = obj.map(&a.map())?;
     let zeros = vec![0u8; map.value_size() as usize];
     Some(a.func.decode(a, &zeros, &[], 0))
 }
@@ -725,8 +849,28 @@ fn print_interval(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    pub(super) fn settings(mode: Mode) -> Settings {
+        Settings {
+            mode,
+            args: Vec::new(),
+            target_tgid: 0,
+            target_cgroup: 0,
+            under_cgroup: None,
+            duration: None,
+            interval: None,
+            ring_size: DEFAULT_RING_SIZE,
+            max_keys: None,
+            max_in_flight: None,
+            verbose: false,
+            metrics: None,
+            keep_after_attach: None,
+            absent: Vec::new(),
+            load_cache: None,
+        }
+    }
 
     #[test]
     fn settings_land_where_the_generated_struct_has_them() {
@@ -748,6 +892,7 @@ mod tests {
             metrics: None,
             keep_after_attach: None,
             absent: Vec::new(),
+            load_cache: None,
         };
         // `struct fslat_settings { __u32 target_tgid; __u64 target_cgroup; __u32
         // under_level; __u64 under_cgroup; }`: each u64 is 8-aligned, after 4 bytes of

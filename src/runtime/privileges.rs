@@ -10,7 +10,6 @@
 
 use crate::check::program::Program;
 use crate::sys::cap;
-use std::os::fd::AsFd;
 
 /// What stack symbolization reads: other users' `/proc/PID/maps`, `map_files` and
 /// binaries, and `/proc/kallsyms`' addresses.
@@ -25,7 +24,7 @@ const STACKS: u64 = cap::set(&[
 /// Drops every capability of the calling thread but `extra` and what `program`'s run
 /// needs from now on (see the module). A failure is a warning: the run goes on with
 /// what it had.
-pub fn keep_what_the_run_needs(obj: &libbpf_rs::Object, program: &Program, extra: u64) {
+pub fn keep_what_the_run_needs(obj: &super::Loaded, program: &Program, extra: u64) {
     let Ok((effective, _)) = crate::sys::thread_capabilities() else {
         return;
     };
@@ -33,7 +32,7 @@ pub fn keep_what_the_run_needs(obj: &libbpf_rs::Object, program: &Program, extra
     let fd_use_is_free = obj
         .progs()
         .next()
-        .is_some_and(|p| crate::sys::bpf::fd_use_without_capabilities(p.as_fd()));
+        .is_some_and(|(_, fd)| crate::sys::bpf::fd_use_without_capabilities(fd));
     if !fd_use_is_free {
         // CAP_SYS_ADMIN stands in for CAP_BPF where that is what the thread holds.
         keep |= match effective & cap::set(&[cap::BPF]) {

@@ -32,8 +32,8 @@ impl AggSnapshot {
     /// Reads `map`, the map of `a` (and for `percentiles`, `max_map`, its per-CPU maxima).
     /// `tag` is the generation + 1 of the interval that just ended (fslat_pct.bpf.h).
     pub fn read(
-        map: &libbpf_rs::Map,
-        max_map: Option<&libbpf_rs::Map>,
+        map: &libbpf_rs::MapHandle,
+        max_map: Option<&libbpf_rs::MapHandle>,
         a: &Aggregation,
         tag: u64,
     ) -> Result<Self, RuntimeError> {
@@ -190,7 +190,7 @@ impl Snapshots {
     /// left out). `bump` is false at the end of the run, when nothing updates any more.
     pub fn interval(
         &mut self,
-        obj: &libbpf_rs::Object,
+        obj: &super::Loaded,
         copies: &[super::Copy],
         program: &Program,
         stamp: IntervalStamp,
@@ -200,7 +200,7 @@ impl Snapshots {
         let tag = self.generation + 1;
         if bump {
             self.generation += 1;
-            if let Some(map) = obj.maps().find(|m| m.name() == INTERVAL_MAP) {
+            if let Some(map) = obj.map(INTERVAL_MAP) {
                 map.update(
                     &0u32.to_ne_bytes(),
                     &self.generation.to_ne_bytes(),
@@ -238,13 +238,13 @@ pub(super) fn aggregations(
 
 /// Reads every aggregation of `program` from `obj`, in program order.
 pub fn read_all(
-    obj: &libbpf_rs::Object,
+    obj: &super::Loaded,
     program: &Program,
     tag: u64,
 ) -> Result<Vec<AggSnapshot>, RuntimeError> {
     aggregations(program)
         .map(|(_, a)| {
-            let find = |name: &str| obj.maps().find(|m| m.name().to_string_lossy() == name);
+            let find = |name: &str| obj.map(name);
             let map = find(&a.map()).ok_or(RuntimeError::Missing("an aggregation map"))?;
             let max_map = match a.max_map() {
                 Some(name) => {
@@ -252,14 +252,14 @@ pub fn read_all(
                 }
                 None => None,
             };
-            AggSnapshot::read(&map, max_map.as_ref(), a, tag)
+            AggSnapshot::read(map, max_map, a, tag)
         })
         .collect()
 }
 
 /// Every aggregation over the whole run (the print without `-i`).
 pub fn whole_run(
-    obj: &libbpf_rs::Object,
+    obj: &super::Loaded,
     copies: &[super::Copy],
     program: &Program,
     stacks: Option<&StackTable>,
@@ -276,11 +276,7 @@ pub fn whole_run(
 }
 
 /// Each session's skipped calls so far (0 where the kernel does not count them).
-fn missed_per_session(
-    obj: &libbpf_rs::Object,
-    copies: &[super::Copy],
-    program: &Program,
-) -> Vec<u64> {
+fn missed_per_session(obj: &super::Loaded, copies: &[super::Copy], program: &Program) -> Vec<u64> {
     super::misses::per_session(obj, copies, program)
         .into_iter()
         .map(|n| n.unwrap_or(0))
@@ -309,7 +305,7 @@ pub fn key_values(a: &Aggregation, key: &[u8], stacks: Option<&StackTable>) -> V
 /// Learns the paths of the cgroups in `program`'s cgroup-name keys (`by unit`, ...) now,
 /// while they exist: a cgroup counted and then removed before the print keeps its name.
 /// Reads only the keys, and walks the hierarchy only for an id not seen before.
-pub fn remember_cgroups(obj: &libbpf_rs::Object, program: &Program) {
+pub fn remember_cgroups(obj: &super::Loaded, program: &Program) {
     for (_, a) in aggregations(program) {
         let offsets: Vec<usize> = a
             .keys
@@ -320,7 +316,7 @@ pub fn remember_cgroups(obj: &libbpf_rs::Object, program: &Program) {
         if offsets.is_empty() {
             continue;
         }
-        let Some(map) = obj.maps().find(|m| m.name().to_string_lossy() == a.map()) else {
+        let Some(map) = obj.map(&a.map()) else {
             continue;
         };
         let ids: Vec<u64> = map

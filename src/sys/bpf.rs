@@ -329,6 +329,18 @@ pub fn set_insns(
     Ok(())
 }
 
+/// Whether libbpf made `map` (a map it did not create has no descriptor).
+pub fn map_made(map: &libbpf_rs::Map) -> bool {
+    // SAFETY: libbpf's own map, valid while `map` is borrowed.
+    unsafe { libbpf_sys::bpf_map__fd(map.as_libbpf_object().as_ptr()) >= 0 }
+}
+
+/// Whether libbpf loaded `prog` (one it did not load has no descriptor).
+pub fn prog_loaded(prog: &libbpf_rs::Program) -> bool {
+    // SAFETY: libbpf's own program, valid while `prog` is borrowed.
+    unsafe { libbpf_sys::bpf_program__fd(prog.as_libbpf_object().as_ptr()) >= 0 }
+}
+
 /// The attach type `prog` was loaded with.
 pub fn expected_attach_type(prog: &ProgramMut) -> u32 {
     // SAFETY: libbpf's own program, valid while `prog` is borrowed.

@@ -3,6 +3,7 @@
 //! outside `sys`). Each function here has one small contract, written on it.
 
 pub mod bpf;
+pub mod load;
 
 use std::ffi::{CStr, CString};
 use std::fs::File;
