@@ -493,6 +493,8 @@ fn load_with_libbpf(
     settings: &Settings,
 ) -> Result<Attached, RuntimeError> {
     let sizes = Sizes::new(program);
+    // The maps this run sizes, with their sizes in the object (for the load record).
+    let mut sized = HashMap::new();
     let mut open = ObjectBuilder::default()
         .name("fslat")
         .map_err(RuntimeError::libbpf("naming the object"))?
@@ -506,6 +508,7 @@ fn load_with_libbpf(
             return Err(RuntimeError::Missing("the settings' or arguments' section"));
         }
         if let Some((n, what)) = sizes.max_entries(&name, settings) {
+            sized.insert(name, map.max_entries());
             map.set_max_entries(n).map_err(RuntimeError::libbpf(what))?;
         }
     }
@@ -582,7 +585,7 @@ fn load_with_libbpf(
         .as_ref()
         .filter(|_| replay::eligible(program, settings))
     {
-        match replay::record(&obj) {
+        match replay::record(&obj, &sized) {
             Ok(record) => cache.put(&record.encode()),
             Err(why) if settings.verbose => {
                 crate::stderr_line!("fslat: no load record for the warm start: {why}")

@@ -100,8 +100,9 @@ fn raw<T>(ptr: *const T, count: usize, size: usize) -> Vec<u8> {
 }
 
 /// What libbpf sent to the kernel for `obj`, just loaded and not yet attached (so each
-/// map still holds its initial data).
-pub fn record(obj: &libbpf_rs::Object) -> Result<Record, String> {
+/// map still holds its initial data). `sized`: the maps this run sized, each with its size
+/// in the object, which the record keeps (a later run sizes them as it asks).
+pub fn record(obj: &libbpf_rs::Object, sized: &HashMap<String, u32>) -> Result<Record, String> {
     let ptr = obj.as_libbpf_object().as_ptr();
     // SAFETY: libbpf's own object, loaded; the BTF it returns lives as long as it.
     let btf_fd = unsafe {
@@ -143,12 +144,13 @@ pub fn record(obj: &libbpf_rs::Object) -> Result<Record, String> {
         // SAFETY: as above; libbpf returns its copy of the map's data, or NULL.
         let data = unsafe { libbpf_sys::bpf_map__initial_value(mptr, &mut size) };
         fds.insert(fd, maps.len() as u32);
+        let name = map.name().to_string_lossy().into_owned();
         maps.push(MapRecord {
-            name: map.name().to_string_lossy().into_owned(),
+            max_entries: sized.get(&name).copied().unwrap_or(info.max_entries),
+            name,
             map_type: info.type_,
             key_size: info.key_size,
             value_size: info.value_size,
-            max_entries: info.max_entries,
             flags: info.map_flags,
             extra: info.map_extra,
             btf_key: info.btf_key_type_id,
