@@ -878,24 +878,13 @@ pub(crate) mod tests {
     #[test]
     fn settings_land_where_the_generated_struct_has_them() {
         let settings = Settings {
-            mode: Mode::Fsession,
-            args: Vec::new(),
             target_tgid: 0x1122_3344,
             target_cgroup: 0x5566_7788_99aa_bbcc,
             under_cgroup: Some(crate::cgroups::Cgroup {
                 id: 0x0102_0304_0506_0708,
                 level: 3,
             }),
-            duration: None,
-            interval: None,
-            ring_size: DEFAULT_RING_SIZE,
-            max_keys: None,
-            max_in_flight: None,
-            verbose: false,
-            metrics: None,
-            keep_after_attach: None,
-            absent: Vec::new(),
-            load_cache: None,
+            ..settings(Mode::Fsession)
         };
         // `struct fslat_settings { __u32 target_tgid; __u64 target_cgroup; __u32
         // under_level; __u64 under_cgroup; }`: each u64 is 8-aligned, after 4 bytes of

@@ -127,13 +127,7 @@ pub fn record(obj: &libbpf_rs::Object, sized: &HashMap<String, u32>) -> Result<R
         if fd < 0 {
             continue;
         }
-        let mut info = libbpf_sys::bpf_map_info::default();
-        let mut len = std::mem::size_of_val(&info) as u32;
-        // SAFETY: `info` is a zeroed bpf_map_info of `len` bytes with no pointer set.
-        let rc = unsafe { libbpf_sys::bpf_map_get_info_by_fd(fd, &mut info, &mut len) };
-        if rc < 0 {
-            return Err(format!("map information: errno {}", -rc));
-        }
+        let (info, _) = info_of::<libbpf_sys::bpf_map_info>(fd)?;
         if matches!(
             info.type_,
             libbpf_sys::BPF_MAP_TYPE_ARRAY_OF_MAPS | libbpf_sys::BPF_MAP_TYPE_HASH_OF_MAPS
@@ -168,13 +162,7 @@ pub fn record(obj: &libbpf_rs::Object, sized: &HashMap<String, u32>) -> Result<R
         if fd < 0 {
             continue;
         }
-        let mut info = libbpf_sys::bpf_prog_info::default();
-        let mut len = std::mem::size_of_val(&info) as u32;
-        // SAFETY: `info` is a zeroed bpf_prog_info of `len` bytes with no pointer set.
-        let rc = unsafe { libbpf_sys::bpf_prog_get_info_by_fd(fd, &mut info, &mut len) };
-        if rc < 0 {
-            return Err(format!("program information: errno {}", -rc));
-        }
+        let (info, len) = info_of::<libbpf_sys::bpf_prog_info>(fd)?;
         // SAFETY: as above.
         let (prog_type, attach_type, flags) = unsafe {
             (
@@ -286,6 +274,21 @@ pub fn record(obj: &libbpf_rs::Object, sized: &HashMap<String, u32>) -> Result<R
         maps,
         progs,
     })
+}
+
+/// BPF_OBJ_GET_INFO_BY_FD of `fd` into a zeroed `T` (a map's or a program's info
+/// struct): the info, and how many bytes of it this kernel filled.
+fn info_of<T: Default>(fd: i32) -> Result<(T, u32), String> {
+    let mut info = T::default();
+    let mut len = std::mem::size_of::<T>() as u32;
+    // SAFETY: `info` is `len` zeroed bytes with every pointer field null, so the kernel
+    // writes only into it.
+    let rc =
+        unsafe { libbpf_sys::bpf_obj_get_info_by_fd(fd, (&mut info as *mut T).cast(), &mut len) };
+    if rc < 0 {
+        return Err(format!("information of a map or program: errno {}", -rc));
+    }
+    Ok((info, len))
 }
 
 /// The bytes of BTF object `fd` as the kernel holds it.
