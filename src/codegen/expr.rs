@@ -501,6 +501,18 @@ impl<'p> Phase<'p> {
 
     /// A statement that writes string `e` into `dst` (`cap` bytes).
     fn fill_string(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
+        let fill = self.fill_string_unordered(e, dst, cap);
+        match fill.starts_with("__builtin_memcpy(") {
+            // clang 14 drops the stores before a memcpy from a constant table at a
+            // constant index (a one-function session's `fslat_funcs_N[fslat_fn]`, with
+            // `fslat_fn` 0): an event's id and the fields before the copy went out
+            // unwritten. The barrier costs no instruction; clang 19 needs none.
+            true => format!("asm volatile(\"\" ::: \"memory\"); {fill}"),
+            false => fill,
+        }
+    }
+
+    fn fill_string_unordered(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
         match &e.kind {
             ExprKind::Builtin(Builtin::Comm) => format!("bpf_get_current_comm({dst}, {cap});"),
             ExprKind::Builtin(Builtin::Func) if self.multi || self.shared => {

@@ -147,7 +147,7 @@ pub fn run(
             links: Vec::new(),
             fd_links: r.links,
             multi_links: Vec::new(),
-            copies: Vec::new(),
+            copies: r.copies,
         },
         None => load_with_libbpf(program, object, settings)?,
     };
@@ -205,7 +205,12 @@ pub fn run(
                             return -1;
                         }
                     }
-                    Err(_) => st.bad += 1,
+                    Err(e) => {
+                        if st.bad == 0 && settings.verbose {
+                            crate::stderr_line!("fslat: a record that did not match: {e}");
+                        }
+                        st.bad += 1;
+                    }
                 }
                 0
             })
@@ -580,19 +585,24 @@ fn load_with_libbpf(
         shared::prepare(&mut open, program, &mut bodies)?;
     }
     let obj = open.load().map_err(|e| errors::load_error(e, program))?;
-    if let Some(cache) = settings
+    // The load record for the next warm start: made now, while every map holds its
+    // initial data; the shared bodies' copies are added as they load.
+    let mut record = match settings
         .load_cache
         .as_ref()
         .filter(|_| replay::eligible(program, settings))
     {
-        match replay::record(&obj, &sized) {
-            Ok(record) => cache.put(&record.encode()),
-            Err(why) if settings.verbose => {
-                crate::stderr_line!("fslat: no load record for the warm start: {why}")
+        Some(_) => match replay::record(&obj, &sized) {
+            Ok(record) => Some(record),
+            Err(why) => {
+                if settings.verbose {
+                    crate::stderr_line!("fslat: no load record for the warm start: {why}");
+                }
+                None
             }
-            Err(_) => {}
-        }
-    }
+        },
+        None => None,
+    };
     let copy_ids = shared::btf_ids(program, &bodies)?;
 
     // fentry mode: every fexit program before any fentry program, so that each entry
@@ -662,9 +672,19 @@ fn load_with_libbpf(
                 .map_err(|e| errors::attach_error(e, program, &name))?;
             links.push(link);
             if let Some(body) = bodies.get(&name) {
-                copies.extend(shared::load_copies(&prog, &name, body, program, &copy_ids)?);
+                copies.extend(shared::load_copies(
+                    &prog,
+                    &name,
+                    body,
+                    program,
+                    &copy_ids,
+                    record.as_mut(),
+                )?);
             }
         }
+    }
+    if let (Some(cache), Some(record)) = (&settings.load_cache, &record) {
+        cache.put(&record.encode());
     }
     let loaded = Loaded::from_object(&obj).map_err(|e| {
         RuntimeError::libbpf("reading the loaded object")(libbpf_rs::Error::from(e))

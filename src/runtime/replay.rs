@@ -15,27 +15,36 @@
 //! probes need what libbpf (or fslat's copies) look up at each start.
 
 use super::loaded::Loaded;
+use super::shared::Copy;
 use super::{Settings, Sizes, initial_data, present};
 use crate::check::program::Program;
+use crate::check::resources::Prog;
 use crate::check::resources::{Mode, ProgRole};
+use crate::sys::load::MadeProg;
 pub use crate::sys::load::{Record, record};
 use std::os::fd::{AsFd, OwnedFd};
 
-/// Whether `program` run with `settings` loads the same way at every start: a program
-/// on one kernel function each, or on several by a kprobe session (`record` refuses an
-/// object with any other kind of program).
+/// Whether `program` run with `settings` loads the same way at every start: programs on
+/// one kernel function each (a shared body's copies among them), or on several by a
+/// kprobe session. A multi-attach tracing link's function ids and user-space probes'
+/// offsets are looked up at each start (`record` refuses any other kind of program).
 pub fn eligible(program: &Program, settings: &Settings) -> bool {
     settings.absent.is_empty()
         && program.sessions.iter().all(|s| {
-            s.user.is_none() && (!s.several || settings.mode.of_session(s) == Mode::KprobeSession)
+            s.user.is_none()
+                && !matches!(
+                    settings.mode.of_session(s),
+                    Mode::FsessionMulti | Mode::FexitMulti
+                )
         })
 }
 
-/// Maps made, programs loaded and attached from a record: what `run` reads, and the
-/// links.
+/// Maps made, programs loaded and attached from a record: what `run` reads, the links,
+/// and the shared bodies' copies.
 pub struct Replayed {
     pub loaded: Loaded,
     pub links: Vec<OwnedFd>,
+    pub copies: Vec<Copy>,
 }
 
 /// Makes what `rec` describes, with this run's settings (initial data, sizes), and
@@ -47,41 +56,66 @@ pub fn load(rec: &Record, program: &Program, settings: &Settings) -> Result<Repl
         |name| sizes.max_entries(name, settings).map(|(n, _)| n),
         |name, data| initial_data(name, data, settings).map_err(|e| e.to_string()),
     )?;
-    let progs = made.progs;
     let roles = program.progs();
+    // Each program's role, session and function: a copy's are its body's, for its function.
+    let prog_of = |p: &MadeProg| -> Option<Prog> {
+        match &p.copy_of {
+            Some((body, target)) => roles.get(body).map(|b| Prog {
+                target: *target,
+                ..*b
+            }),
+            None => roles.get(&p.name).copied(),
+        }
+    };
     let mut links = Vec::new();
+    let mut copies = Vec::new();
+    let mut attached: Vec<Option<(Prog, OwnedFd)>> = made.progs.iter().map(|_| None).collect();
     for exits in [true, false] {
-        for (name, fd, attach_type) in &progs {
-            let found = roles.get(name);
-            if found.is_some_and(|p| p.role == ProgRole::Exit) != exits {
+        for (i, p) in made.progs.iter().enumerate() {
+            let Some(prog) = prog_of(p) else { continue };
+            if (prog.role == ProgRole::Exit) != exits {
                 continue;
             }
-            let Some(p) = found else { continue };
             let s = program
                 .sessions
-                .get(p.session)
+                .get(prog.session)
                 .ok_or("a program of no session")?;
-            let link = match p.role {
+            let link = match prog.role {
                 ProgRole::Multi => {
                     let (funcs, cookies) = present(s, settings);
                     crate::sys::load::attach_kprobe_session(
-                        fd.as_fd(),
-                        *attach_type,
+                        p.fd.as_fd(),
+                        p.attach_type,
                         &funcs,
                         &cookies,
                     )
                 }
-                _ => crate::sys::bpf::link_tracing(fd, *attach_type),
+                _ => crate::sys::bpf::link_tracing(&p.fd, p.attach_type),
             }
-            .map_err(|e| format!("attaching {name}: {e}"))?;
-            links.push(link);
+            .map_err(|e| format!("attaching {}: {e}", p.name))?;
+            attached[i] = Some((prog, link));
         }
     }
-    let loaded = Loaded::new(
-        made.maps,
-        progs.into_iter().map(|(n, fd, _)| (n, fd)).collect(),
-    );
-    Ok(Replayed { loaded, links })
+    let mut progs = Vec::new();
+    for (p, a) in made.progs.into_iter().zip(attached) {
+        match (p.copy_of.is_some(), a) {
+            (true, Some((prog, link))) => copies.push(Copy {
+                name: p.name,
+                prog,
+                fd: p.fd,
+                link: Some(link),
+            }),
+            (_, a) => {
+                links.extend(a.map(|(_, link)| link));
+                progs.push((p.name, p.fd));
+            }
+        }
+    }
+    Ok(Replayed {
+        loaded: Loaded::new(made.maps, progs),
+        links,
+        copies,
+    })
 }
 
 #[cfg(test)]
@@ -94,8 +128,9 @@ mod tests {
         eligible(&program, &super::super::tests::settings(mode))
     }
 
-    /// One function a program, or several in one kprobe session: the same system calls at
-    /// every start. A shared body's copies and a multi-attach link need ids looked up.
+    /// One function a program (a shared body's copies too), or several in one kprobe
+    /// session: the same system calls at every start. A multi-attach link needs ids
+    /// looked up.
     #[test]
     fn replays_what_loads_the_same_way_every_time() {
         let one = "session vfs_read { count() }";
@@ -104,8 +139,8 @@ mod tests {
         assert!(eligible_in(one, Mode::Fentry));
         assert!(eligible_in(one, Mode::KprobeSession));
         assert!(eligible_in(several, Mode::KprobeSession));
-        assert!(!eligible_in(several, Mode::Fentry));
-        assert!(!eligible_in(several, Mode::Fsession));
+        assert!(eligible_in(several, Mode::Fentry));
+        assert!(eligible_in(several, Mode::Fsession));
         assert!(!eligible_in(several, Mode::FsessionMulti));
     }
 
@@ -113,7 +148,8 @@ mod tests {
     fn a_record_of_another_format_is_not_replayed() {
         let text = r#"{"format":0,"btf":"","maps":[],"progs":[]}"#;
         assert!(Record::decode(text.as_bytes()).is_none());
-        let now = text.replace(r#""format":0"#, r#""format":1"#);
+        let format = crate::sys::load::FORMAT;
+        let now = text.replace(r#""format":0"#, &format!(r#""format":{format}"#));
         assert!(Record::decode(now.as_bytes()).is_some());
         assert!(Record::decode(b"{").is_none());
     }

@@ -106,13 +106,14 @@ pub fn btf_ids(
 }
 
 /// Loads and attaches a copy of the loaded body `prog` for each of its functions after
-/// the first.
+/// the first (each added to the warm start's load `record`, if one is made).
 pub fn load_copies(
     prog: &ProgramMut,
     name: &str,
     body: &Body,
     program: &Program,
     ids: &HashMap<String, u32>,
+    mut record: Option<&mut crate::sys::load::Record>,
 ) -> Result<Vec<Copy>, RuntimeError> {
     let s = &program.sessions[body.session];
     let attach_type = bpf::expected_attach_type(prog);
@@ -133,10 +134,16 @@ pub fn load_copies(
             .ok_or_else(|| copies_error(s, format!("`{func}` has no BTF id")))?;
         let fd = bpf::load_tracing(name, &code, attach_type, id)
             .map_err(|f| errors::copy_load_error(f.errno, name, func, &f.log, program))?;
+        let copy_name = format!("{name} ({func})");
+        if let Some(r) = record.as_deref_mut()
+            && let Err(why) = r.add_copy(name, &copy_name, t, &code, id)
+        {
+            return Err(copies_error(s, why));
+        }
         let link =
             bpf::link_tracing(&fd, attach_type).map_err(|e| errors::copy_attach_error(e, func))?;
         out.push(Copy {
-            name: format!("{name} ({func})"),
+            name: copy_name,
             prog: Prog {
                 role: body.role,
                 session: s.index,

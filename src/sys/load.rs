@@ -9,7 +9,7 @@ use std::ffi::CString;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// Bumped when the record's meaning changes: an older record is not replayed.
-const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 #[derive(Serialize, Deserialize)]
 pub struct Record {
@@ -53,6 +53,9 @@ struct ProgRecord {
     #[serde(with = "b64")]
     line_info: Vec<u8>,
     line_info_rec: u32,
+    /// A copy of a shared body (runtime/shared.rs): the body's name and the function (its
+    /// index in the session) the copy is for.
+    copy_of: Option<(String, usize)>,
 }
 
 mod b64 {
@@ -71,6 +74,40 @@ mod b64 {
 }
 
 impl Record {
+    /// Adds a copy of the body `body` loaded for function `target` (its instructions
+    /// `insns`, the body's with that function's values; loaded with no func or line
+    /// info, as runtime/shared.rs loads copies).
+    pub fn add_copy(
+        &mut self,
+        body: &str,
+        name: &str,
+        target: usize,
+        insns: &[libbpf_sys::bpf_insn],
+        attach_btf_id: u32,
+    ) -> Result<(), String> {
+        let of = self
+            .progs
+            .iter()
+            .find(|p| p.name == body && p.copy_of.is_none())
+            .ok_or_else(|| format!("no body {body} in the record"))?;
+        let copy = ProgRecord {
+            name: name.to_string(),
+            prog_type: of.prog_type,
+            attach_type: of.attach_type,
+            attach_btf_id,
+            flags: of.flags,
+            insns: insn_bytes(insns),
+            map_refs: of.map_refs.clone(),
+            func_info: Vec::new(),
+            func_info_rec: of.func_info_rec,
+            line_info: Vec::new(),
+            line_info_rec: of.line_info_rec,
+            copy_of: Some((body.to_string(), target)),
+        };
+        self.progs.push(copy);
+        Ok(())
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         serde_json::to_vec(self).unwrap_or_default()
     }
@@ -134,9 +171,28 @@ pub fn record(obj: &libbpf_rs::Object, sized: &HashMap<String, u32>) -> Result<R
         ) {
             return Err("a map of maps".into());
         }
-        let mut size = 0u64;
-        // SAFETY: as above; libbpf returns its copy of the map's data, or NULL.
-        let data = unsafe { libbpf_sys::bpf_map__initial_value(mptr, &mut size) };
+        // A global data section's map (.rodata, .bss, a constant pool...): its one value as
+        // the kernel holds it now, before any program ran (libbpf keeps no copy of a map
+        // that is not mmapable).
+        // SAFETY: as above.
+        let initial = if unsafe { libbpf_sys::bpf_map__is_internal(mptr) } {
+            let mut value = vec![0u8; info.value_size as usize];
+            let key = 0u32;
+            // SAFETY: `value` holds the map's value size; the key is a u32, as an array's.
+            let rc = unsafe {
+                libbpf_sys::bpf_map_lookup_elem(
+                    fd,
+                    (&key as *const u32).cast(),
+                    value.as_mut_ptr().cast(),
+                )
+            };
+            if rc < 0 {
+                return Err(format!("the data of map {:?}: errno {}", map.name(), -rc));
+            }
+            value
+        } else {
+            Vec::new()
+        };
         fds.insert(fd, maps.len() as u32);
         let name = map.name().to_string_lossy().into_owned();
         maps.push(MapRecord {
@@ -150,7 +206,7 @@ pub fn record(obj: &libbpf_rs::Object, sized: &HashMap<String, u32>) -> Result<R
             btf_key: info.btf_key_type_id,
             btf_value: info.btf_value_type_id,
             btf_vmlinux_value: info.btf_vmlinux_value_type_id,
-            initial: raw(data.cast::<u8>(), size as usize, 1),
+            initial,
         });
     }
     let mut progs = Vec::new();
@@ -266,6 +322,7 @@ pub fn record(obj: &libbpf_rs::Object, sized: &HashMap<String, u32>) -> Result<R
             func_info_rec: std::mem::size_of::<libbpf_sys::bpf_func_info>() as u32,
             line_info,
             line_info_rec: std::mem::size_of::<libbpf_sys::bpf_line_info>() as u32,
+            copy_of: None,
         });
     }
     Ok(Record {
@@ -347,10 +404,18 @@ fn vmlinux_btf_id() -> Result<u32, String> {
     }
 }
 
-/// What `make` made: the maps, and each program with its attach type.
+/// What `make` made: the maps, and the programs.
 pub struct Made {
     pub maps: Vec<MapHandle>,
-    pub progs: Vec<(String, OwnedFd, u32)>,
+    pub progs: Vec<MadeProg>,
+}
+
+pub struct MadeProg {
+    pub name: String,
+    pub fd: OwnedFd,
+    pub attach_type: u32,
+    /// A shared body's copy: the body's name and the copy's function.
+    pub copy_of: Option<(String, usize)>,
 }
 
 /// Maps and programs made from `rec`, none attached: each map sized by `size` (`None`:
@@ -435,7 +500,17 @@ pub fn make(
                 .ok_or("an instruction past the program")?
                 .imm = fd;
         }
-        let name = CString::new(p.name.chars().take(15).collect::<String>()).unwrap_or_default();
+        // The kernel keeps 15 characters of a name, and refuses any but letters, digits,
+        // `_` and `.`: a copy goes by its body's name, as runtime/shared.rs loads it.
+        let kernel_name: String = p
+            .copy_of
+            .as_ref()
+            .map_or(&p.name, |(body, _)| body)
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+            .take(15)
+            .collect();
+        let name = CString::new(kernel_name).unwrap_or_default();
         let with_btf = btf.is_some() && !p.func_info.is_empty();
         let mut opts = libbpf_sys::bpf_prog_load_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
@@ -485,12 +560,13 @@ pub fn make(
         if fd < 0 {
             return Err(format!("program {}: errno {}", p.name, -fd));
         }
-        // SAFETY: a new descriptor that nothing else owns.
-        progs.push((
-            p.name.clone(),
-            unsafe { OwnedFd::from_raw_fd(fd) },
-            p.attach_type,
-        ));
+        progs.push(MadeProg {
+            name: p.name.clone(),
+            // SAFETY: a new descriptor that nothing else owns.
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            attach_type: p.attach_type,
+            copy_of: p.copy_of.clone(),
+        });
     }
     Ok(Made { maps, progs })
 }
