@@ -338,7 +338,7 @@ ov() { awk -v a="$1" -v b="${PC[none]}" 'BEGIN { if (a == "") print "FAIL"; else
 ovr() { # overhead of $1 over overhead of $2
     awk -v a="$1" -v b="$2" -v z="${PC[none]}" 'BEGIN { if (a == "" || b == "" || b == z) print "–"; else printf "%.2f×", (a - z) / (b - z) }'
 }
-met() { awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN { if (a == "" || b == "") { print "no figure"; exit }
+met() { awk -v a="$1" -v op="$2" -v b="$3" 'BEGIN { if (a !~ /^[0-9.]+$/ || b == "") { print "no figure"; exit }
     ok = (op == "<=") ? a <= b : (op == ">=") ? a >= b : a < b; print ok ? "**met**" : "**missed**" }'; }
 row() { # label key
     local k=$2

@@ -202,16 +202,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, "loader: drain failed\n");
 
 	if (is_fslat) {
+		/* struct fslat_counters grows with fslat's counters: its size from the map, the
+		 * first five fields (calls, matched, errors, dropped, unpaired) at fixed places. */
 		int ncpu = libbpf_num_possible_cpus();
-		unsigned long long *v = calloc(ncpu, 48), sum[6] = {0};
+		size_t words = bpf_map__value_size(counters) / 8;
+		unsigned long long *v = calloc(ncpu, words * 8), sum[5] = {0};
 		unsigned int key = 0;
-		if (!v || bpf_map__lookup_elem(counters, &key, sizeof(key), v, 48 * ncpu, 0)) {
+		if (!v || words < 5 ||
+		    bpf_map__lookup_elem(counters, &key, sizeof(key), v, words * 8 * ncpu, 0)) {
 			fprintf(stderr, "loader: reading counters failed\n");
 			return 1;
 		}
 		for (int c = 0; c < ncpu; c++)
-			for (int i = 0; i < 6; i++)
-				sum[i] += v[c * 6 + i];
+			for (int i = 0; i < 5; i++)
+				sum[i] += v[c * words + i];
 		printf("SUMMARY vfs_read mode=c-consumer calls=%llu matched=%llu errors=%llu "
 		       "dropped=%llu events=%llu unpaired=%llu\n",
 		       sum[0], sum[1], sum[2], sum[3], events_printed, sum[4]);
