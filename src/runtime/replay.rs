@@ -10,16 +10,16 @@
 //! BTF read at all, and attaches the programs itself. A record that does not load falls
 //! back to libbpf.
 //!
-//! Only objects whose programs attach to one kernel function each, or to several by one
-//! kprobe session, are recorded: shared bodies, multi-attach tracing links and user-space
-//! probes need what libbpf (or fslat's copies) look up at each start.
+//! Every kernel session is recorded: a program on one function, a shared body's copies
+//! (runtime/shared.rs; each with its function), a kprobe session on several. Multi-attach
+//! tracing links (their function ids) and user-space probes (their offsets) are looked up
+//! at each start, and load through libbpf.
 
 use super::loaded::Loaded;
 use super::shared::Copy;
 use super::{Settings, Sizes, initial_data, present};
 use crate::check::program::Program;
-use crate::check::resources::Prog;
-use crate::check::resources::{Mode, ProgRole};
+use crate::check::resources::{Mode, Prog, ProgRole};
 use crate::sys::load::MadeProg;
 pub use crate::sys::load::{Record, record};
 use std::os::fd::{AsFd, OwnedFd};
