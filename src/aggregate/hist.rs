@@ -1,11 +1,8 @@
 //! `hist`: a power-of-two histogram (`struct fslat_hist`, fslat_agg.bpf.h).
 
+use super::buckets::HIST_SLOTS;
 use super::values::{CStruct, HIST, read_slots};
-use super::{Aggregate, CValue, Help, MetricKind, Start, State};
-use crate::check::program::Aggregation;
-use crate::metrics::PointValue;
-use crate::output::AggValue;
-use crate::output::buckets::HIST_SLOTS;
+use super::{AggValue, Aggregate, CValue, Help, MetricKind, PointValue, Spec, Start, State};
 
 pub struct Hist;
 
@@ -26,7 +23,7 @@ impl Aggregate for Hist {
         true
     }
 
-    fn c_value(&self, _: &Aggregation) -> CValue {
+    fn c_value(&self, _: &Spec) -> CValue {
         CValue {
             ty: "struct fslat_hist".into(),
             start: Start::Global("fslat_hist_zero".into()),
@@ -38,7 +35,7 @@ impl Aggregate for Hist {
         true
     }
 
-    fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String {
+    fn c_add(&self, a: &Spec, value: &str, x: &str) -> String {
         let add = if a.duration {
             "fslat_hist_add_us"
         } else {
@@ -51,7 +48,7 @@ impl Aggregate for Hist {
         &[HIST]
     }
 
-    fn decode(&self, _: &Aggregation, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
+    fn decode(&self, _: &Spec, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
         let (slots, sum) = read_slots(value, HIST_SLOTS);
         State::Hist { slots, sum }
     }

@@ -3,10 +3,7 @@
 //! updates it.
 
 use super::values::{CStruct, read_slots};
-use super::{Aggregate, Args, CValue, Help, MetricKind, Start, State};
-use crate::check::program::Aggregation;
-use crate::metrics::PointValue;
-use crate::output::AggValue;
+use super::{AggValue, Aggregate, Args, CValue, Help, MetricKind, PointValue, Spec, Start, State};
 
 pub struct Lhist;
 
@@ -31,7 +28,7 @@ impl Aggregate for Lhist {
         true
     }
 
-    fn c_value(&self, a: &Aggregation) -> CValue {
+    fn c_value(&self, a: &Spec) -> CValue {
         CValue {
             ty: format!("struct fslat_lhist_{}", a.id),
             start: Start::Global(format!("fslat_lhist_zero_{}", a.id)),
@@ -39,7 +36,7 @@ impl Aggregate for Lhist {
     }
 
     /// The slots: below its range, its buckets, above its range; then the sum.
-    fn c_decl(&self, a: &Aggregation) -> Vec<String> {
+    fn c_decl(&self, a: &Spec) -> Vec<String> {
         let id = a.id;
         let slots = a.linear.map_or(0, |l| l.slots());
         vec![
@@ -57,7 +54,7 @@ impl Aggregate for Lhist {
         true
     }
 
-    fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String {
+    fn c_add(&self, a: &Spec, value: &str, x: &str) -> String {
         let l = a.linear.expect("the check gives an lhist its range");
         format!(
             "fslat_lhist_add({value}->slots, &{value}->sum, {x}, {}ULL, {}ULL, {}ULL);",
@@ -71,7 +68,7 @@ impl Aggregate for Lhist {
         &[]
     }
 
-    fn decode(&self, a: &Aggregation, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
+    fn decode(&self, a: &Spec, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
         let slots = a.linear.map_or(0, |l| l.slots());
         let (slots, sum) = read_slots(value, slots);
         State::Hist { slots, sum }

@@ -5,23 +5,28 @@
 //! codegen, the runtime, the writers, the exporters, the bpftrace hints, the REPL's
 //! completion and `--help` all take aggregations from here; the grammar's list of names
 //! is checked against `ALL` by a test.
+//!
+//! A leaf: what the trait takes (`Spec`) and returns (`State`, `AggValue`, `PointValue`,
+//! the bucket layouts of `buckets`) is defined here, and nothing here imports a stage.
 
 mod avg;
+pub mod buckets;
 mod count;
 mod hist;
 mod lhist;
 mod max;
 mod min;
+pub mod pct;
 mod percentiles;
 mod scalar;
+mod shapes;
 mod stats;
 mod sum;
 pub mod values;
 
-use crate::check::program::Aggregation;
-use crate::metrics::PointValue;
-use crate::output::AggValue;
-use crate::output::percentiles::Pct;
+pub use buckets::Linear;
+use pct::Pct;
+pub use shapes::{AggValue, NamedNumber, PointValue};
 use values::{CStruct, Stat};
 
 /// Every aggregation, in the order `--help` and diagnostics list them.
@@ -36,6 +41,22 @@ pub static ALL: &[&dyn Aggregate] = &[
     &avg::AVG,
     &stats::Stats,
 ];
+
+/// What an aggregation's C and decoding depend on, of one use in a script: the checker
+/// makes it from its `Aggregation` (`Aggregation::spec`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spec {
+    /// Unique in the program: names its map and declarations.
+    pub id: usize,
+    /// Whether the value is a duration (`hist` then counts whole microseconds).
+    pub duration: bool,
+    /// `lhist`'s buckets.
+    pub linear: Option<Linear>,
+    /// `percentiles`: the per-CPU map of each key's count, sum and max.
+    pub max_map: Option<String>,
+    /// The C statement that counts an update lost (a full map).
+    pub count_lost: String,
+}
 
 /// One aggregation: everything fslat knows about it besides the shared machinery (keys,
 /// names, maps, writers).
@@ -53,17 +74,17 @@ pub trait Aggregate: Sync {
         false
     }
     /// Its value in the BPF map and how a new key's value starts.
-    fn c_value(&self, a: &Aggregation) -> CValue;
+    fn c_value(&self, a: &Spec) -> CValue;
     /// C declarations of this aggregation's own, before its map (`lhist`: a value struct
     /// sized by its range, and a zero one to start new keys from).
-    fn c_decl(&self, _a: &Aggregation) -> Vec<String> {
+    fn c_decl(&self, _a: &Spec) -> Vec<String> {
         Vec::new()
     }
     /// The C statement that adds `x` (an `__s64`) to `*value`.
-    fn c_add(&self, a: &Aggregation, value: &str, x: &str) -> String;
+    fn c_add(&self, a: &Spec, value: &str, x: &str) -> String;
     /// Statements after the update (`percentiles`: its per-CPU map's), given the key's
     /// address, the value pointer (NULL when the update was lost) and the argument.
-    fn c_after(&self, _a: &Aggregation, _key: &str, _value: &str, _x: &str) -> Vec<String> {
+    fn c_after(&self, _a: &Spec, _key: &str, _value: &str, _x: &str) -> Vec<String> {
         Vec::new()
     }
     /// Value structs shared with the runtime, checked in the generated C.
@@ -86,7 +107,7 @@ pub trait Aggregate: Sync {
     }
     /// A key's value read from the map (`cpus`: each CPU's value of the per-CPU map, if
     /// it has one); `tag` is the generation + 1 of the interval that just ended.
-    fn decode(&self, a: &Aggregation, value: &[u8], cpus: &[Vec<u8>], tag: u64) -> State;
+    fn decode(&self, a: &Spec, value: &[u8], cpus: &[Vec<u8>], tag: u64) -> State;
     /// What a row shows, in text and JSON.
     fn show(&self, s: &State) -> AggValue;
     /// JSON's `type` of its records.
@@ -281,7 +302,7 @@ fn max_of_counted(slots: &[u64], tagged: Option<i64>) -> Option<i64> {
     let Some(top) = slots.iter().rposition(|&n| n > 0) else {
         return tagged.filter(|&m| m < 0);
     };
-    let range = crate::output::buckets::pct_range(top);
+    let range = buckets::pct_range(top);
     let within = |m: i64| {
         m >= 0
             && range.lo.is_none_or(|lo| m as u64 >= lo)
@@ -289,7 +310,7 @@ fn max_of_counted(slots: &[u64], tagged: Option<i64>) -> Option<i64> {
     };
     match tagged {
         Some(m) if within(m) => Some(m),
-        _ => Some(crate::output::buckets::pct_value(top).min(i64::MAX as u64) as i64),
+        _ => Some(buckets::pct_value(top).min(i64::MAX as u64) as i64),
     }
 }
 
@@ -375,7 +396,7 @@ mod tests {
     fn pct_state(values: &[i64], interval_max: Option<i64>) -> State {
         let mut pct = Pct::empty();
         for &v in values {
-            pct.slots[crate::output::buckets::pct_slot(v as u64)] += 1;
+            pct.slots[buckets::pct_slot(v as u64)] += 1;
         }
         pct.max = values.iter().copied().max();
         State::Pct { pct, interval_max }
@@ -398,12 +419,12 @@ mod tests {
         // the max is the midpoint of the bucket that holds 12000, never `-`.
         let lost = pct_state(&[5_000, 7_000, 9_000, 12_000], None);
         let shown = interval_max(&lost, Some(&then)).expect("a max");
-        let range = crate::output::buckets::pct_range(crate::output::buckets::pct_slot(12_000));
+        let range = buckets::pct_range(buckets::pct_slot(12_000));
         assert!((range.lo.unwrap()..range.hi.unwrap()).contains(&(shown as u64)));
         // A max tagged here whose count went to the next interval is not what was counted.
         let ahead = pct_state(&[5_000, 7_000, 9_000], Some(40_000));
         let shown = interval_max(&ahead, Some(&then)).expect("a max");
-        let range = crate::output::buckets::pct_range(crate::output::buckets::pct_slot(9_000));
+        let range = buckets::pct_range(buckets::pct_slot(9_000));
         assert!((range.lo.unwrap()..range.hi.unwrap()).contains(&(shown as u64)));
         // The first interval (nothing earlier) follows the same rule.
         assert_eq!(

@@ -1,13 +1,9 @@
 //! `percentiles(x)`: count, p50, p90, p99, p99.9 and max, from a log-linear histogram per
 //! key and a per-CPU map of each key's count, sum and exact max (fslat_pct.bpf.h).
 
+use super::pct::Pct;
 use super::values::{CStruct, PCT_HIST, PCT_MAX, PctHist, PctMax};
-use super::{Aggregate, CValue, Help, MetricKind, Start, State};
-use crate::check::counters;
-use crate::check::program::Aggregation;
-use crate::metrics::PointValue;
-use crate::output::AggValue;
-use crate::output::percentiles::Pct;
+use super::{AggValue, Aggregate, CValue, Help, MetricKind, PointValue, Spec, Start, State};
 
 pub struct Percentiles;
 
@@ -24,21 +20,21 @@ impl Aggregate for Percentiles {
         }
     }
 
-    fn c_value(&self, _: &Aggregation) -> CValue {
+    fn c_value(&self, _: &Spec) -> CValue {
         CValue {
             ty: "struct fslat_pct".into(),
             start: Start::Global("fslat_pct_zero".into()),
         }
     }
 
-    fn c_add(&self, _: &Aggregation, value: &str, x: &str) -> String {
+    fn c_add(&self, _: &Spec, value: &str, x: &str) -> String {
         format!("fslat_pct_add({value}, {x});")
     }
 
     /// This CPU's count, sum and max of the key, in the per-CPU map. A lost update is
     /// counted once, by whichever map missed first.
-    fn c_after(&self, a: &Aggregation, key: &str, value: &str, x: &str) -> Vec<String> {
-        let map = a.max_map().expect("percentiles has a max map");
+    fn c_after(&self, a: &Spec, key: &str, value: &str, x: &str) -> Vec<String> {
+        let map = a.max_map.as_deref().expect("percentiles has a max map");
         vec![
             format!("struct fslat_pct_max *fslat_max = bpf_map_lookup_elem(&{map}, {key});"),
             "if (!fslat_max) {".into(),
@@ -49,7 +45,7 @@ impl Aggregate for Percentiles {
             "if (fslat_max)".into(),
             format!("\tfslat_pct_max_add(fslat_max, {x}, fslat_pct_tag());"),
             format!("else if ({value})"),
-            format!("\t{}", counters::AGG_LOST.c_increment("fslat_c")),
+            format!("\t{}", a.count_lost),
         ]
     }
 
@@ -66,7 +62,7 @@ impl Aggregate for Percentiles {
     }
 
     /// The shared histogram, and the CPUs' counts, sums and maxima.
-    fn decode(&self, _: &Aggregation, value: &[u8], cpus: &[Vec<u8>], tag: u64) -> State {
+    fn decode(&self, _: &Spec, value: &[u8], cpus: &[Vec<u8>], tag: u64) -> State {
         let mut pct = Pct::empty();
         let (negative, slots) = PctHist::read(value);
         pct.negative = negative;

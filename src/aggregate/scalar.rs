@@ -2,10 +2,7 @@
 //! it: count, sum, min, max, avg. Each is a `Scalar` in its own module.
 
 use super::values::{CStruct, STAT, Stat};
-use super::{Aggregate, Args, CValue, Help, MetricKind, Start, State};
-use crate::check::program::Aggregation;
-use crate::metrics::PointValue;
-use crate::output::AggValue;
+use super::{AggValue, Aggregate, Args, CValue, Help, MetricKind, PointValue, Spec, Start, State};
 
 pub struct Scalar {
     pub name: &'static str,
@@ -61,11 +58,11 @@ impl Aggregate for Scalar {
         true
     }
 
-    fn c_value(&self, _: &Aggregation) -> CValue {
+    fn c_value(&self, _: &Spec) -> CValue {
         c_value()
     }
 
-    fn c_add(&self, _: &Aggregation, value: &str, x: &str) -> String {
+    fn c_add(&self, _: &Spec, value: &str, x: &str) -> String {
         format!("{}({value}, {x});", self.add)
     }
 
@@ -77,7 +74,7 @@ impl Aggregate for Scalar {
         C_STRUCTS
     }
 
-    fn decode(&self, _: &Aggregation, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
+    fn decode(&self, _: &Spec, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
         decode(value)
     }
 

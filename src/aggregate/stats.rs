@@ -4,10 +4,7 @@
 
 use super::scalar::{self, stat};
 use super::values::CStruct;
-use super::{Aggregate, CValue, Help, MetricKind, State};
-use crate::check::program::Aggregation;
-use crate::metrics::PointValue;
-use crate::output::{AggValue, NamedNumber};
+use super::{AggValue, Aggregate, CValue, Help, MetricKind, NamedNumber, PointValue, Spec, State};
 
 pub struct Stats;
 
@@ -28,11 +25,11 @@ impl Aggregate for Stats {
         true
     }
 
-    fn c_value(&self, _: &Aggregation) -> CValue {
+    fn c_value(&self, _: &Spec) -> CValue {
         scalar::c_value()
     }
 
-    fn c_add(&self, _: &Aggregation, value: &str, x: &str) -> String {
+    fn c_add(&self, _: &Spec, value: &str, x: &str) -> String {
         format!("fslat_stat_sum({value}, {x});")
     }
 
@@ -44,7 +41,7 @@ impl Aggregate for Stats {
         scalar::C_STRUCTS
     }
 
-    fn decode(&self, _: &Aggregation, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
+    fn decode(&self, _: &Spec, value: &[u8], _: &[Vec<u8>], _: u64) -> State {
         scalar::decode(value)
     }
 

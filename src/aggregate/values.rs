@@ -3,7 +3,7 @@
 //! each C struct against these offsets and sizes with `_Static_assert`, and the runtime
 //! reads every value by field, so the two sides cannot drift apart unnoticed.
 
-use crate::output::buckets::{HIST_SLOTS, PCT_SLOTS};
+use super::buckets::{HIST_SLOTS, PCT_SLOTS};
 use std::mem::{offset_of, size_of};
 
 /// A C struct's layout as the generated C checks it.

@@ -3,6 +3,7 @@
 
 use super::program::*;
 use super::{Checked, Checker, Scope};
+use crate::aggregate::Linear;
 use crate::diag::DiagKind;
 use crate::syntax::ast;
 

@@ -3,6 +3,7 @@
 //! schema fixed. Codegen and the output decoder both read this; nothing else describes an
 //! event's layout.
 
+use crate::aggregate::Linear;
 use crate::btf::TypeId;
 use crate::diag::Span;
 pub use crate::syntax::ast::{AggFunc, BinOp, UnOp};
@@ -641,28 +642,6 @@ pub struct Aggregation {
     /// Unique in the program: given with `as NAME` or derived (see `check::names`). It
     /// titles the text output, is the JSON `name` and the metric's name.
     pub name: String,
-}
-
-/// `lhist(x, min, max, step)`: slot 0 counts values below `min`, slot `i` in `1..=buckets()`
-/// `[min + (i-1)*step, min + i*step)`, and the last slot values from `min +
-/// buckets()*step` up (as bpftrace's `lhist`). Nanoseconds for a duration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Linear {
-    pub min: u64,
-    pub max: u64,
-    pub step: u64,
-}
-
-impl Linear {
-    /// Buckets between `min` and `max`.
-    pub fn buckets(self) -> u64 {
-        (self.max - self.min) / self.step
-    }
-
-    /// Slots the kernel keeps: the buckets, one below and one above.
-    pub fn slots(self) -> usize {
-        self.buckets() as usize + 2
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -266,6 +266,17 @@ impl Aggregation {
             .per_cpu_max()
             .then(|| format!("{}_max", self.map()))
     }
+
+    /// What its aggregation's C and decoding take of it.
+    pub fn spec(&self) -> crate::aggregate::Spec {
+        crate::aggregate::Spec {
+            id: self.id,
+            duration: self.duration,
+            linear: self.linear,
+            max_map: self.max_map(),
+            count_lost: super::counters::AGG_LOST.c_increment("fslat_c"),
+        }
+    }
 }
 
 /// What a BPF program of the object does.

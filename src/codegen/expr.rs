@@ -12,7 +12,6 @@ use crate::check::program::*;
 use crate::check::resources::{
     self, COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP, REGISTER_ARGS, SCRATCH_FROM, STACK_STRINGS,
 };
-use crate::syntax::ast::{BinOp, UnOp};
 use std::collections::{HashMap, HashSet};
 
 pub struct Phase<'p> {
@@ -659,7 +658,8 @@ impl<'p> Phase<'p> {
             let dst = format!("({key})->{}", super::field_member(i));
             out.push(self.store(&k.expr, &dst, k.kind));
         }
-        let CValue { ty: vtype, start } = a.func.c_value(a);
+        let spec = a.spec();
+        let CValue { ty: vtype, start } = a.func.c_value(&spec);
         let x = match &a.arg {
             // Two maps take it (`c_after` too): evaluate it once.
             Some(arg) if a.func.per_cpu_max() => {
@@ -688,16 +688,17 @@ impl<'p> Phase<'p> {
         out.push(format!("\t{value} = bpf_map_lookup_elem(&{map}, {key});"));
         out.push("}".into());
         out.push(format!("if ({value})"));
-        out.push(format!("\t{}", a.func.c_add(a, &value, &x)));
+        out.push(format!("\t{}", a.func.c_add(&spec, &value, &x)));
         out.push("else".into());
         out.push(format!("\t{}", counters::AGG_LOST.c_increment("fslat_c")));
-        out.extend(a.func.c_after(a, &key, &value, &x));
+        out.extend(a.func.c_after(&spec, &key, &value, &x));
         scope(out)
     }
 
     /// An aggregation without keys in a one-slot per-CPU array: the slot always exists.
     fn aggregate_per_cpu(&mut self, a: &Aggregation, key: &str, value: &str) -> Vec<String> {
-        let vtype = a.func.c_value(a).ty;
+        let spec = a.spec();
+        let vtype = a.func.c_value(&spec).ty;
         let x = match &a.arg {
             Some(arg) => format!("(__s64)({})", self.expr(arg)),
             None => "0".into(),
@@ -707,7 +708,7 @@ impl<'p> Phase<'p> {
             format!("__u32 {key} = 0;"),
             format!("{vtype} *{value} = bpf_map_lookup_elem(&{map}, &{key});"),
             format!("if ({value})"),
-            format!("\t{}", a.func.c_add(a, value, &x)),
+            format!("\t{}", a.func.c_add(&spec, value, &x)),
             "else".into(),
             format!("\t{}", counters::AGG_LOST.c_increment("fslat_c")),
         ])

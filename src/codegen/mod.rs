@@ -741,10 +741,10 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
                 .collect()
         },
         key_size: a.key_size,
-        value_type: a.func.c_value(a).ty,
+        value_type: a.func.c_value(&a.spec()).ty,
         per_cpu_array: a.per_cpu_array(),
         max_map: a.max_map(),
-        value_decl: a.func.c_decl(a),
+        value_decl: a.func.c_decl(&a.spec()),
         entries: if a.func.per_cpu_max() {
             PCT_ENTRIES
         } else {

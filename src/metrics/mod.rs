@@ -18,8 +18,8 @@ pub use prometheus::encode;
 pub use server::{Head, Server, read_head};
 pub use web_config::WebConfig;
 
-use crate::aggregate::MetricKind;
-use crate::check::program::Linear;
+use crate::aggregate::Linear;
+use crate::aggregate::{MetricKind, PointValue};
 use crate::output::Value;
 use crate::runtime::figures::{AggFigures, Figures, Publish};
 use std::sync::{Arc, Mutex};
@@ -69,24 +69,6 @@ pub type AggSeries = AggFigures<AggPoint>;
 pub struct AggPoint {
     pub keys: Vec<Value<'static>>,
     pub value: PointValue,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum PointValue {
-    /// count, sum, min, max, avg: the one number asked for.
-    Number(i64),
-    /// hist: slots as in fslat_agg.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)), and
-    /// the sum of the values.
-    Hist { slots: Vec<u64>, sum: i64 },
-    /// percentiles: counts per bucket of `output::buckets::pct_range`, the values below
-    /// zero (in no bucket), and the sum of the values.
-    Pct {
-        slots: Vec<u64>,
-        negative: u64,
-        sum: i64,
-    },
-    /// A count and a sum, exported as a histogram without bounds.
-    Summary { count: u64, sum: i64 },
 }
 
 impl Snapshot {
@@ -183,7 +165,7 @@ pub struct Buckets {
 ///
 /// `hist` exports its slots: the first bucket holds the negative values and slot 1
 /// (`le=0` for integers, `le` just under 1us for durations, which the kernel counts in
-/// whole microseconds), then each slot, bounds from `output::buckets::hist_slot`.
+/// whole microseconds), then each slot, bounds from `aggregate::buckets::hist_slot`.
 /// `percentiles` exports its log-linear buckets four to a power of two (`pct_export`):
 /// 32 sub-buckets a power of two would be hundreds of series a row. An `lhist` exports
 /// its buckets, the one below `min` first (merged into the first bucket when `min` is 0,
@@ -238,7 +220,7 @@ fn native_buckets(v: &PointValue, duration: bool, linear: Option<Linear>) -> Opt
             let first = if l.min == 0 { 1 } else { 0 };
             let buckets = (first..=n)
                 .map(|slot| {
-                    let hi = crate::output::buckets::lhist_slot(slot, l).hi;
+                    let hi = crate::aggregate::buckets::lhist_slot(slot, l).hi;
                     let below = if slot == 1 && first == 1 { at(0) } else { 0 };
                     (hi.map(|h| h - 1), at(slot) + below)
                 })
@@ -247,9 +229,9 @@ fn native_buckets(v: &PointValue, duration: bool, linear: Option<Linear>) -> Opt
         }
         PointValue::Hist { slots, sum } => {
             let at = |i: usize| slots.get(i).copied().unwrap_or(0);
-            let buckets = (1..crate::output::buckets::HIST_SLOTS)
+            let buckets = (1..crate::aggregate::buckets::HIST_SLOTS)
                 .map(|slot| {
-                    let hi = crate::output::buckets::hist_slot(slot, duration).hi;
+                    let hi = crate::aggregate::buckets::hist_slot(slot, duration).hi;
                     let n = at(slot) + if slot == 1 { at(0) } else { 0 };
                     (hi.map(|h| h - 1), n)
                 })
@@ -279,9 +261,9 @@ fn native_buckets(v: &PointValue, duration: bool, linear: Option<Linear>) -> Opt
 /// four a power of two from `[32, 40)` on.
 const PCT_EXPORT_BUCKETS: usize = 1 + 4 * 59;
 
-/// The exported bucket of the kernel's percentile bucket `i` (`output::buckets`).
+/// The exported bucket of the kernel's percentile bucket `i` (`aggregate::buckets`).
 fn pct_export(i: usize) -> usize {
-    let sub = crate::output::buckets::PCT_SUB as usize;
+    let sub = crate::aggregate::buckets::PCT_SUB as usize;
     if i < sub {
         0
     } else {
@@ -292,7 +274,7 @@ fn pct_export(i: usize) -> usize {
 /// The inclusive upper bound of exported percentile bucket `c` (`None`: none).
 fn pct_export_bound(c: usize) -> Option<u64> {
     if c == 0 {
-        return Some(crate::output::buckets::PCT_SUB - 1);
+        return Some(crate::aggregate::buckets::PCT_SUB - 1);
     }
     let k = (c - 1) / 4 + 5;
     let q = ((c - 1) % 4) as u64 + 1;

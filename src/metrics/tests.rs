@@ -334,7 +334,7 @@ fn a_dropped_server_frees_its_port() {
 
 /// A percentiles series over -5, 10, 100 and 1000, and a session with lost stacks.
 fn percentiles_snapshot() -> Snapshot {
-    use crate::output::buckets::{PCT_SLOTS, pct_slot};
+    use crate::aggregate::buckets::{PCT_SLOTS, pct_slot};
     let mut slots = vec![0u64; PCT_SLOTS];
     for v in [10, 100, 1000] {
         slots[pct_slot(v)] += 1;
@@ -421,7 +421,7 @@ fn otlp_percentiles_have_the_same_buckets() {
 
 #[test]
 fn an_lhist_exports_its_linear_buckets_with_the_ones_below_and_above() {
-    let l = crate::check::program::Linear {
+    let l = crate::aggregate::Linear {
         min: 10,
         max: 40,
         step: 10,

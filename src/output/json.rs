@@ -2,9 +2,10 @@
 //! are integer nanoseconds in fields named `*_ns`.
 
 use super::interval::IntervalStamp;
-use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggValue, Summary, Value, Writer, event_value};
-use crate::check::program::{EventSchema, Linear, json_name};
+use crate::aggregate::Linear;
+use crate::aggregate::pct::{Pct, QUANTILES, Quantile};
+use crate::check::program::{EventSchema, json_name};
 use crate::stacks::StackTable;
 use serde_json::{Map, Value as Json, json};
 use std::io::{self, Write};
@@ -176,7 +177,7 @@ fn percentile_row(keys: Map<String, Json>, p: &Pct, duration: bool) -> Json {
 
 /// Inclusive bounds of a histogram slot; `null` where unbounded.
 fn bounds(i: usize, duration: bool, linear: Option<Linear>) -> (Json, Json) {
-    let r = super::buckets::slot(i, duration, linear);
+    let r = crate::aggregate::buckets::slot(i, duration, linear);
     (
         r.lo.map_or(Json::Null, |lo| json!(lo)),
         match (r.lo, r.hi) {

@@ -2,12 +2,10 @@
 //! session's `EventSchema` from the checked program, the same schema codegen rendered the
 //! C struct from.
 
-pub mod buckets;
 pub mod flame;
 mod folded;
 pub mod interval;
 mod json;
-pub mod percentiles;
 mod stacks;
 mod text;
 
@@ -16,8 +14,9 @@ pub use json::JsonWriter;
 pub use stacks::stack_text;
 pub use text::TextWriter;
 
+use crate::aggregate::{AggValue, Linear};
 use crate::check::counters::{self, Counter, Shown};
-use crate::check::program::{EventField, EventSchema, FieldKind, Linear, Program, Radix};
+use crate::check::program::{EventField, EventSchema, FieldKind, Program, Radix};
 use crate::stacks::{Stack, StackTable};
 use std::borrow::Cow;
 use std::io;
@@ -155,41 +154,6 @@ pub type AggResult = AggFigures<AggRow>;
 pub struct AggRow {
     pub keys: Vec<Value<'static>>,
     pub value: AggValue,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum AggValue {
-    /// count, sum, min, max, avg: the one number asked for (avg rounded down).
-    Number(i64),
-    /// Several named numbers of one key, printed `name=value` (JSON `name`, `name_ns` for
-    /// a duration): an aggregation that shows more than one figure.
-    Fields(Vec<NamedNumber>),
-    /// hist: slots as in fslat_agg.bpf.h (0: negative, 1: zero, k+1: [2^(k-1), 2^k)); lhist:
-    /// slots as `Linear` says.
-    Hist(Vec<u64>),
-    Percentiles(percentiles::Pct),
-}
-
-/// One of a row's named numbers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NamedNumber {
-    pub name: &'static str,
-    pub value: i64,
-    /// In the argument's unit (a duration when it is one), not a count.
-    pub in_unit: bool,
-}
-
-impl AggValue {
-    /// What rows are sorted by, smallest first: the number, the first named number, or
-    /// how many values a histogram holds.
-    pub fn rank(&self) -> i128 {
-        match self {
-            AggValue::Number(n) => i128::from(*n),
-            AggValue::Fields(f) => f.first().map_or(0, |n| i128::from(n.value)),
-            AggValue::Hist(s) => i128::from(s.iter().sum::<u64>()),
-            AggValue::Percentiles(p) => i128::from(p.count()),
-        }
-    }
 }
 
 /// Where decoded output goes: text lines or JSON lines.

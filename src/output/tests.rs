@@ -214,8 +214,8 @@ fn reported_durations_have_three_significant_digits() {
 
 #[test]
 fn percentiles_print_count_quantiles_and_max_on_one_line() {
-    use crate::output::buckets::pct_slot;
-    let mut p = percentiles::Pct::empty();
+    use crate::aggregate::buckets::pct_slot;
+    let mut p = crate::aggregate::pct::Pct::empty();
     // 100 values: 20ms x50, 40ms x30, 80ms x19 and one 81.234567ms. A percentile is
     // its bucket's midpoint: 20ms is in [19.92ms, 20.45ms), 80ms and 81.2ms in
     // [79.69ms, 81.79ms).
@@ -261,7 +261,7 @@ fn percentiles_print_count_quantiles_and_max_on_one_line() {
 
 #[test]
 fn lhist_rows_print_their_linear_bounds_in_text_and_json() {
-    let l = crate::check::program::Linear {
+    let l = crate::aggregate::Linear {
         min: 10,
         max: 40,
         step: 10,

@@ -2,9 +2,10 @@
 //! `KEY=VALUE` pairs, strings quoted only when they need it, durations in microseconds.
 
 use super::interval::IntervalStamp;
-use super::percentiles::{Pct, QUANTILES, Quantile};
 use super::{AggResult, AggRow, AggValue, Summary, Value, Writer, event_value};
-use crate::check::program::{EventSchema, Linear};
+use crate::aggregate::Linear;
+use crate::aggregate::pct::{Pct, QUANTILES, Quantile};
+use crate::check::program::EventSchema;
 use crate::stacks::StackTable;
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -171,7 +172,7 @@ pub fn slot_bounds(i: usize, duration: bool, linear: Option<Linear>) -> String {
             human_count(v)
         }
     };
-    let r = super::buckets::slot(i, duration, linear);
+    let r = crate::aggregate::buckets::slot(i, duration, linear);
     match (r.lo, r.hi) {
         (None, hi) => format!("(..., {})", fmt(hi.unwrap_or(0))),
         (Some(0), Some(1)) => "[0]".into(),

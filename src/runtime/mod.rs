@@ -807,7 +807,7 @@ fn snapshot(
 fn unset(obj: &Loaded, a: &Aggregation) -> Option<crate::aggregate::State> {
     let map = obj.map(&a.map())?;
     let zeros = vec![0u8; map.value_size() as usize];
-    Some(a.func.decode(a, &zeros, &[], 0))
+    Some(a.func.decode(&a.spec(), &zeros, &[], 0))
 }
 
 /// Writes this run's settings into `fslat_settings` (the initial value of its section).

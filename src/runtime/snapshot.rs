@@ -45,7 +45,7 @@ impl AggSnapshot {
                 .lookup_percpu(&key, MapFlags::ANY)
                 .map_err(RuntimeError::libbpf("reading an aggregation"))?
                 .unwrap_or_default();
-            let mut states = cpus.iter().map(|v| a.func.decode(a, v, &[], tag));
+            let mut states = cpus.iter().map(|v| a.func.decode(&a.spec(), v, &[], tag));
             if let Some(mut total) = states.next() {
                 states.for_each(|s| total.merge(&s));
                 if !total.is_empty() {
@@ -68,7 +68,7 @@ impl AggSnapshot {
                     .unwrap_or_default(),
                 None => Vec::new(),
             };
-            let raw = a.func.decode(a, &v, &cpus, tag);
+            let raw = a.func.decode(&a.spec(), &v, &cpus, tag);
             rows.insert(key, raw);
         }
         Ok(AggSnapshot { rows })
@@ -372,12 +372,12 @@ mod tests {
         assert_eq!(points.len(), 1);
         assert_eq!(
             a.func.point(&points[0].1),
-            crate::metrics::PointValue::Number(8)
+            crate::aggregate::PointValue::Number(8)
         );
         assert_eq!(crate::metrics::label_value(&points[0].0[0]), "");
         let rows = snap.result(&a, "vfs_read", None, None).rows;
         assert_eq!(rows.len(), 1);
-        assert_eq!(rows[0].value, crate::output::AggValue::Number(8));
+        assert_eq!(rows[0].value, crate::aggregate::AggValue::Number(8));
     }
 
     #[test]

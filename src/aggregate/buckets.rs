@@ -2,7 +2,7 @@
 //! definition for the text and JSON writers and the metrics exporter, matching the slots
 //! `fslat_agg.bpf.h` and `fslat_pct.bpf.h` fill.
 
-use crate::check::program::Linear;
+use serde::{Deserialize, Serialize};
 
 /// A bucket's range: values `v` with `lo <= v < hi` (`hi` `None`: no upper bound).
 /// Bucket 0 of a histogram holds the negative values: `lo` is `None` there.
@@ -109,6 +109,28 @@ pub fn pct_value(i: usize) -> u64 {
     let lo = r.lo.unwrap_or(0);
     let width = r.hi.map_or(u64::MAX - lo, |h| h - lo);
     lo + width / 2
+}
+
+/// `lhist(x, min, max, step)`: slot 0 counts values below `min`, slot `i` in `1..=buckets()`
+/// `[min + (i-1)*step, min + i*step)`, and the last slot values from `min +
+/// buckets()*step` up (as bpftrace's `lhist`). Nanoseconds for a duration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Linear {
+    pub min: u64,
+    pub max: u64,
+    pub step: u64,
+}
+
+impl Linear {
+    /// Buckets between `min` and `max`.
+    pub fn buckets(self) -> u64 {
+        (self.max - self.min) / self.step
+    }
+
+    /// Slots the kernel keeps: the buckets, one below and one above.
+    pub fn slots(self) -> usize {
+        self.buckets() as usize + 2
+    }
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ impl Pct {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::buckets::pct_slot;
+    use crate::aggregate::buckets::pct_slot;
 
     fn pct_of(values: &[i64]) -> Pct {
         let mut p = Pct::empty();
