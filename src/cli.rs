@@ -4,9 +4,8 @@
 
 use crate::driver::{
     self, Emit, Error, Format, ModeChoice, Options, exit_status, open_interruptible, read_script,
-    report,
+    report, signals,
 };
-use crate::runtime::signals;
 use clap::{CommandFactory, Parser, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -17,7 +16,7 @@ use std::time::Duration;
 fn language_summary() -> String {
     format!(
         "{LANGUAGE_BEFORE_AGGREGATIONS}{}{LANGUAGE_AFTER_AGGREGATIONS}",
-        crate::aggregate::help()
+        driver::aggregation_help()
     )
 }
 
@@ -118,7 +117,7 @@ pub struct RunArgs {
     /// Trace only tasks in this cgroup v2 or below it (/system.slice/nginx.service), checked
     /// in the kernel before anything else
     #[arg(long = "cgroup", value_name = "PATH", value_parser = parse_cgroup)]
-    pub cgroup: Option<Box<crate::cgroups::Cgroup>>,
+    pub cgroup: Option<Box<driver::Cgroup>>,
 
     /// Stop after DUR (30, 30s, 1.5s, 500ms, 2m; more than 0, at most 24h)
     #[arg(short, long, value_name = "DUR", value_parser = driver::parse_run_duration)]
@@ -179,16 +178,16 @@ pub struct RunArgs {
     /// TLS, client certificates and basic authentication for --listen, from a file in
     /// Prometheus exporter-toolkit's web-config.yml format
     #[arg(long, value_name = "FILE", requires = "listen", value_parser = parse_web_config)]
-    pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,
+    pub web_config: Option<std::sync::Arc<driver::WebConfig>>,
 
     /// Push the same metrics with OTLP over HTTP (protobuf) to URL every -i DUR (10 s
     /// without -i) and at the end (http[s]://HOST:PORT[/PATH]; no path means /v1/metrics;
     /// without --otlp, OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_METRICS_ENDPOINT)
     #[arg(long, value_name = "URL", value_parser = parse_otlp)]
-    pub otlp: Option<Box<crate::metrics::OtlpTarget>>,
+    pub otlp: Option<Box<driver::OtlpTarget>>,
 
     /// A header on every OTLP push (repeatable), e.g. an API key
-    #[arg(long = "otlp-header", value_name = "NAME=VALUE", value_parser = crate::metrics::parse_header)]
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE", value_parser = driver::parse_header)]
     pub otlp_headers: Vec<(String, String)>,
 
     /// Verify an https OTLP receiver against the CA certificates in FILE (PEM) instead of
@@ -197,7 +196,7 @@ pub struct RunArgs {
     pub otlp_ca: Option<PathBuf>,
 
     /// Refuse a session whose names and globs match more than N functions
-    #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MAX_FUNCTIONS,
+    #[arg(long, value_name = "N", default_value_t = driver::DEFAULT_MAX_FUNCTIONS,
           value_parser = parse_max_functions)]
     pub max_functions: usize,
 
@@ -216,15 +215,15 @@ fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     })
 }
 
-fn parse_web_config(s: &str) -> Result<std::sync::Arc<crate::metrics::WebConfig>, String> {
+fn parse_web_config(s: &str) -> Result<std::sync::Arc<driver::WebConfig>, String> {
     if s.is_empty() {
         return Err("the value is empty".into());
     }
-    crate::metrics::WebConfig::load(std::path::Path::new(s)).map(std::sync::Arc::new)
+    driver::WebConfig::load(std::path::Path::new(s)).map(std::sync::Arc::new)
 }
 
-fn parse_otlp(s: &str) -> Result<Box<crate::metrics::OtlpTarget>, String> {
-    crate::metrics::OtlpTarget::parse(s).map(Box::new)
+fn parse_otlp(s: &str) -> Result<Box<driver::OtlpTarget>, String> {
+    driver::OtlpTarget::parse(s).map(Box::new)
 }
 
 fn parse_max_in_flight(s: &str) -> Result<u32, String> {
@@ -290,7 +289,7 @@ pub struct BuildArgs {
     pub clang: Option<PathBuf>,
 
     /// Refuse a session whose names and globs match more than N functions
-    #[arg(long, value_name = "N", default_value_t = crate::check::DEFAULT_MAX_FUNCTIONS,
+    #[arg(long, value_name = "N", default_value_t = driver::DEFAULT_MAX_FUNCTIONS,
           value_parser = parse_max_functions)]
     pub max_functions: usize,
 
@@ -349,8 +348,8 @@ fn parse_pid(s: &str) -> Result<u32, String> {
     }
 }
 
-fn parse_cgroup(s: &str) -> Result<Box<crate::cgroups::Cgroup>, String> {
-    crate::cgroups::lookup(s).map(Box::new).map_err(|e| {
+fn parse_cgroup(s: &str) -> Result<Box<driver::Cgroup>, String> {
+    driver::lookup_cgroup(s).map(Box::new).map_err(|e| {
         format!("{e} (`fslat --cgroups` lists the cgroups with a unit, container or pod name)")
     })
 }
@@ -400,7 +399,7 @@ impl RunArgs {
             no_cache: self.no_cache,
             listen: self.listen,
             web_config: self.web_config.clone(),
-            otlp: Box::new(crate::metrics::OtlpOptions {
+            otlp: Box::new(driver::OtlpOptions {
                 url: self.otlp.as_deref().cloned(),
                 headers: self.otlp_headers.clone(),
                 ca: self.otlp_ca.clone(),
@@ -665,7 +664,7 @@ fn run_bundle(r: &RunBundleArgs) -> Result<(), Error> {
         Some(bundle) => driver::bundle::run(&r.file, &bundle, &opts),
         None => Err(Error::Bundle {
             path: r.file.display().to_string(),
-            why: crate::bundle::BundleError::NotABundle,
+            why: driver::BundleError::NotABundle,
         }),
     }
 }

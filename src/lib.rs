@@ -57,6 +57,9 @@ pub mod syntax;
 pub mod sys;
 pub mod traceable;
 
+#[cfg(test)]
+mod layers;
+
 use btf::KernelTypes;
 use check::program::Program;
 use codegen::Mode;

@@ -7,11 +7,9 @@
 //! while braces or parentheses are open). From a pipe or file, entries are read line by
 //! line the same way, without prompts: the REPL can be scripted.
 
-use crate::btf::{Btf, KernelTypes};
-use crate::build::Compiler;
-use crate::driver::{self, Compiled, Error, ModeChoice, Options};
-use crate::runtime::signals;
-use crate::traceable::Traceable;
+use crate::driver::{
+    self, Btf, Compiled, Compiler, Error, KernelTypes, ModeChoice, Options, Traceable, signals,
+};
 use clap::ValueEnum;
 use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
@@ -488,8 +486,8 @@ fn complete(kernel: &dyn KernelTypes, functions: &Traceable, before: &str) -> (u
     let mut names: Vec<&str> = params.iter().map(String::as_str).collect();
     let fixed = KEYWORDS.iter().copied();
     for name in fixed
-        .chain(crate::aggregate::names())
-        .chain(crate::check::builtin_names())
+        .chain(driver::aggregation_names())
+        .chain(driver::builtin_names())
     {
         names.push(name);
     }

@@ -6,6 +6,7 @@
 use super::program::{Param, Scalar, Target, Ty};
 use super::{Checked, Checker, Scope, quote_list};
 use crate::btf::{FuncSig, KType};
+use crate::cgroups::{Cgroup, LookupError};
 use crate::diag::{DiagKind, Diagnostic, closest};
 use crate::syntax::ast::{self, Span};
 use crate::traceable::{Rule, glob_match, is_glob};
@@ -36,6 +37,22 @@ pub struct Options {
     pub lookup: crate::elf::Lookup,
     /// How user-space sessions run when `--mode` says (else the best the kernel has).
     pub user_mode: Option<super::resources::Mode>,
+    /// Finds the cgroup a `cgroup == "PATH"` or `under("PATH")` names: the driver gives
+    /// the host's hierarchy (`cgroups::lookup`); the checker reads no file system.
+    pub cgroups: CgroupLookup,
+}
+
+/// How the checker finds a cgroup by its path.
+pub type CgroupLookup = fn(&str) -> Result<Cgroup, LookupError>;
+
+/// Without a hierarchy (`fslat::compile`): a relative path is refused as on any host, and
+/// an absolute one finds nothing.
+fn no_cgroups(path: &str) -> Result<Cgroup, LookupError> {
+    Err(if path.starts_with('/') {
+        LookupError::NotMounted
+    } else {
+        LookupError::NotAbsolute
+    })
 }
 
 /// A function a glob matched that cannot be traced, and why.
@@ -50,6 +67,7 @@ impl Default for Options {
             runtime_args: false,
             lookup: crate::elf::Lookup::default(),
             user_mode: None,
+            cgroups: no_cgroups,
         }
     }
 }

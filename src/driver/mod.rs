@@ -15,13 +15,23 @@ pub use options::{Emit, Format, ModeChoice, Options, parse_duration, parse_run_d
 pub use script::{open_interruptible, read_script};
 pub use session::{compile_and_run, run_object};
 
-use crate::btf::{Btf, KernelTypes};
-use crate::build::{Compiler, find_clang};
+// The front ends (`cli`, `repl`) import nothing but the driver (`src/layers.rs` holds
+// them to it): what they name of the layers below is here.
+pub use crate::aggregate::{help as aggregation_help, names as aggregation_names};
+pub use crate::btf::{Btf, KernelTypes};
+pub use crate::build::Compiler;
+pub use crate::bundle::BundleError;
+pub use crate::cgroups::{Cgroup, lookup as lookup_cgroup};
+pub use crate::check::{DEFAULT_MAX_FUNCTIONS, builtin_names};
+pub use crate::metrics::{OtlpOptions, OtlpTarget, WebConfig, parse_header};
+pub use crate::runtime::signals;
+pub use crate::traceable::Traceable;
+
+use crate::build::find_clang;
 use crate::check::program::Program;
 use crate::codegen::Mode;
 use crate::diag::{Diagnostic, Source, render};
-use crate::runtime::signals;
-use crate::traceable::{Rule, Traceable};
+use crate::traceable::Rule;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -65,6 +75,7 @@ fn check_options(
             command: opts.cmd.clone(),
         },
         user_mode: resolve_user_mode(opts.mode, kernel)?,
+        cgroups: crate::cgroups::lookup,
     })
 }
 

@@ -128,7 +128,7 @@ pub fn run_object(
         max_keys: opts.max_keys,
         max_in_flight: opts.max_in_flight,
         verbose: opts.verbose,
-        metrics: board.map(|b| b as std::sync::Arc<dyn crate::runtime::figures::Publish>),
+        metrics: board.map(|b| b as std::sync::Arc<dyn crate::output::figures::Publish>),
         // --flamegraph writes its files at the end, maybe into another user's directory.
         keep_after_attach: opts.one_run.then(|| match opts.flamegraph {
             Some(_) => crate::sys::cap::set(&[crate::sys::cap::DAC_OVERRIDE]),

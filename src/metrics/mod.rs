@@ -21,7 +21,7 @@ pub use web_config::WebConfig;
 use crate::aggregate::Linear;
 use crate::aggregate::{MetricKind, PointValue};
 use crate::output::Value;
-use crate::runtime::figures::{AggFigures, Figures, Publish};
+use crate::output::figures::{AggFigures, Figures, Publish};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 

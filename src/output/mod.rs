@@ -2,6 +2,7 @@
 //! session's `EventSchema` from the checked program, the same schema codegen rendered the
 //! C struct from.
 
+pub mod figures;
 pub mod flame;
 mod folded;
 pub mod interval;
@@ -85,7 +86,7 @@ impl Summary {
 }
 
 /// One aggregation's rows at one moment, with what describes them. The runtime reads
-/// them (rows of key values and kernel states, `runtime::figures`), the printers show
+/// them (rows of key values and kernel states, `output::figures`), the printers show
 /// them (`AggResult`, a shown value a row) and the metrics exporter maps them
 /// (`metrics::AggSeries`, a point a row): one struct, its rows typed by the stage.
 #[derive(Debug, Clone, PartialEq)]

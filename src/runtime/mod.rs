@@ -3,7 +3,6 @@
 //! this order: detaches every program, drains the ring buffer, reads the counters.
 
 mod errors;
-pub mod figures;
 mod loaded;
 mod memory;
 mod misses;
@@ -21,7 +20,7 @@ use crate::check::counters::{self, Shown, Source};
 use crate::check::program::{Aggregation, FieldKind, Program, Session};
 use crate::check::resources::{self, Mode, ProgRole, Setting};
 use crate::output::interval::IntervalStamp;
-use crate::output::{AggResult, Decoder, Summary, Writer};
+use crate::output::{AggResult, Decoder, Summary, Writer, figures};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags, ObjectBuilder, RingBufferBuilder};
 use loaded::Loaded;

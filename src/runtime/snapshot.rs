@@ -9,7 +9,7 @@
 //!   agree with the interval's counts (`State::since`);
 //! - `min()` and `max()`: with `-i` they are over the run so far (docs/language.md).
 //!
-//! The metrics exporter reads the cumulative snapshots (`runtime::figures`).
+//! The metrics exporter reads the cumulative snapshots (`output::figures`).
 
 use super::RuntimeError;
 use crate::aggregate::State;

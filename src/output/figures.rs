@@ -1,8 +1,9 @@
-//! What the run has counted, at one moment, for whoever exports it: the tracing loop reads
-//! the summaries and aggregations and hands them to a `Publish` (the metrics board maps
-//! them to series). The runtime knows nothing of metrics.
+//! What the run has counted, at one moment, for whoever exports it: the runtime's tracing
+//! loop reads the summaries and aggregations and hands them to a `Publish` (the metrics
+//! board maps them to series). Here, below both, so that the runtime knows nothing of
+//! metrics and the metrics nothing of the runtime.
 
-use crate::output::Summary;
+use super::Summary;
 use std::time::{Duration, SystemTime};
 
 /// How often the tracing loop publishes fresh figures.
@@ -20,7 +21,7 @@ pub struct Figures<A = AggFigures> {
 
 /// One aggregation's rows: here by the values of their keys (rows that show the same
 /// merged) with their states.
-pub use crate::output::AggFigures;
+pub use super::AggFigures;
 
 /// Takes the figures the tracing loop publishes (at `Tracing`, every `PUBLISH_EVERY`,
 /// and at the end).
