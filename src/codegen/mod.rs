@@ -309,6 +309,11 @@ struct SessionData {
     calls_map: String,
     /// fsession: the map of `entry()` values between entry and return.
     entry_values_map: String,
+    /// A kprobe session keeps its `entry()` values on the task's stack of calls in flight
+    /// (`calls_map`, fentry mode's), under the address of the call's session cookie: a
+    /// task storage lookup where a hash map keyed by that address cost an update at
+    /// entry and a lookup and a delete at return (docs/performance.md, issue 42).
+    calls_stack: bool,
     label: String,
     func: String,
     inflight: u32,
@@ -916,6 +921,7 @@ fn phases_data(
         exit_prog: s.prog_name(ProgRole::Exit, t),
         calls_map: s.calls_map(t),
         entry_values_map: s.entry_values_map(role, t),
+        calls_stack: mode == Mode::KprobeSession,
         label: s.label.clone(),
         func: target.func.clone(),
         inflight: INFLIGHT_ENTRIES,

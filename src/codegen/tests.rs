@@ -157,8 +157,9 @@ fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
 
 /// kprobe-session mode: one `kprobe.session` program per session, for one function or
 /// several (the link's cookie picks the function); parameters from the argument
-/// registers at entry, those the return reads saved under the call's cookie address,
-/// `ret` from the return register, and no trampoline helper. clang accepts it.
+/// registers at entry, those the return reads saved on the task's stack of calls in flight
+/// under the call's cookie address (no hash map), `ret` from the return register, and no
+/// trampoline helper. clang accepts it.
 #[test]
 fn kprobe_sessions_read_registers_and_compile() {
     let script = "session vfs_read where count > 0 { emit count, ret, latency; count() by count }\nsession vfs_read, vfs_write where func != \"vfs_write\" { emit func, ret; count() by func }\nsession vfs_read { count() }";
@@ -171,7 +172,15 @@ fn kprobe_sessions_read_registers_and_compile() {
         1,
         "{c}"
     );
-    assert!(c.contains("__u64 fslat_call = (__u64)fslat_cookie;"), "{c}");
+    assert!(
+        c.contains("fslat_enter(&fslat_calls_0, fslat_cookie,"),
+        "{c}"
+    );
+    assert!(
+        c.contains("fslat_leave(&fslat_calls_0, fslat_cookie,"),
+        "{c}"
+    );
+    assert!(!c.contains("fslat_entry_0"), "{c}");
     assert!(c.contains("((__u64)fslat_ev[0])"), "{c}");
     assert!(c.contains("(__s64)((struct fslat_regs *)ctx)->ax"), "{c}");
     assert!(
