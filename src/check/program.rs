@@ -249,13 +249,22 @@ impl Session {
     /// the entry) or values saved with `entry()`. A session that needs neither runs at
     /// return only (`Mode::Fexit`), its entry filter with it.
     pub fn needs_entry(&self) -> bool {
-        let mut timed = !self.entry_values.is_empty();
+        let mut timed = !self.entry_values.is_empty() || self.reads_entry_time();
+        for e in self.entry_filter.iter().chain(self.return_exprs()) {
+            e.visit(&mut |x| timed |= matches!(x.kind, ExprKind::Entry(_)));
+        }
+        timed
+    }
+
+    /// Whether anything reads the entry time (`latency`, `ts`): a session program that
+    /// runs for another reason (a kprobe session, values saved for the return) marks an
+    /// accepted call without reading the clock otherwise.
+    pub fn reads_entry_time(&self) -> bool {
+        let mut timed = false;
         for e in self.entry_filter.iter().chain(self.return_exprs()) {
             e.visit(&mut |x| {
-                timed |= match x.kind {
-                    ExprKind::Builtin(b) => super::builtins::def_of(b).reads_entry_time(),
-                    ExprKind::Entry(_) => true,
-                    _ => false,
+                if let ExprKind::Builtin(b) = x.kind {
+                    timed |= super::builtins::def_of(b).reads_entry_time();
                 }
             });
         }

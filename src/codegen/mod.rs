@@ -318,6 +318,9 @@ struct SessionData {
     func: String,
     inflight: u32,
     entry_time_early: bool,
+    /// Nothing reads the entry time (`Session::reads_entry_time`): a session program's entry
+    /// marks the call accepted with 1 in its cookie, without reading the clock.
+    untimed: bool,
     entry_lines: Vec<String>,
     entry_filter: Option<String>,
     /// `entry()`: what entry saves for return, after the filter.
@@ -926,6 +929,7 @@ fn phases_data(
         func: target.func.clone(),
         inflight: INFLIGHT_ENTRIES,
         entry_time_early,
+        untimed: !s.reads_entry_time(),
         entry_lines,
         entry_filter,
         entry_values,
