@@ -46,8 +46,21 @@ ROWS=(
     'fexit:vfs_read { @[kstack] = count(); }' ''
     emit_all "session vfs_read { emit }"
     "$BT_PAIR"'printf("%s %d %d %d %d %d\n", comm, pid, tid, args.count, retval, $l); }' 'every call printed, to a file'
+    # What the kernel's kprobe paths cost, for the default mode's analysis (issue 42):
+    # bpftrace alone ("" for fslat), attached through kprobe_multi links (a wildcard; the
+    # workload calls only vfs_read of the functions it matches).
+    bt_kentry "" 'kprobe:vfs_read* { @ = count(); }' 'bpftrace only: kprobe_multi at entry'
+    bt_kreturn "" 'kretprobe:vfs_read* { @ = count(); }' 'bpftrace only: kretprobe_multi'
+    bt_ksession "" 'kprobe:vfs_read* { @s[tid] = nsecs; } kretprobe:vfs_read* { @ = count(); }' 'bpftrace only: kprobe and kretprobe, merged into one kprobe session'
 )
-want_row() { [[ -z ${BENCH_ROWS:-} || " $BENCH_ROWS " == *" $1 "* ]]; }
+bt_of() { # KEY: bpftrace's script of row KEY
+    local i
+    for ((i = 0; i < ${#ROWS[@]}; i += 4)); do [[ ${ROWS[i]} == "$1" ]] && echo "${ROWS[i + 2]}"; done
+}
+# The bt_* rows only when BENCH_ROWS names them.
+want_row() {
+    if [[ $1 == bt_* ]]; then [[ " ${BENCH_ROWS:-} " == *" $1 "* ]]; else [[ -z ${BENCH_ROWS:-} || " $BENCH_ROWS " == *" $1 "* ]]; fi
+}
 
 chroot_ready=false
 if [[ -x $ROOT/usr/bin/bpftrace ]] && mount_root "$ROOT"; then chroot_ready=true; fi
@@ -83,6 +96,7 @@ for ((i = 0; i < ${#ROWS[@]}; i += 4)); do
     want_row "$key" || continue
     none
     for mode in $MODES; do
+        [[ -n $script ]] || continue
         log "$key: fslat --mode $mode"
         percall "$key.$mode" Tracing TERM out "$FSLAT" --mode "$mode" -o @OUT@ -e "$script"
     done
@@ -136,8 +150,9 @@ for ((i = 0; i < ${#ROWS[@]}; i += 4)); do
     key=${ROWS[i]} script=${ROWS[i + 1]} note=${ROWS[i + 3]}
     want_row "$key" || continue
     b=$(ov "$key.bt")
-    line="| \`${script}\`${note:+ ($note)} | ${b:-–} |"
+    line="| \`${script:-$(bt_of "$key")}\`${note:+ ($note)} | ${b:-–} |"
     for mode in $MODES; do
+        [[ -n $script ]] || { line+=" – | – |"; continue; }
         f=$(ov "$key.$mode")
         line+=" ${f:-FAIL} | $(rat "$f" "$b") |"
     done
