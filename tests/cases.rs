@@ -189,10 +189,20 @@ fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
                 .iter()
                 .map(|f| format!("{}:{}@{}", f.name, kind_name(f.kind), f.offset))
                 .collect();
-            let _ = writeln!(out, "  event ({} bytes): {}", e.size, fields.join(" "));
+            let under = if e.guard.is_some() { " (under if)" } else { "" };
+            let _ = writeln!(
+                out,
+                "  event ({} bytes){under}: {}",
+                e.size,
+                fields.join(" ")
+            );
+            if let Some(f) = &e.format {
+                let _ = writeln!(out, "  printf: {} pieces", f.pieces.len());
+            }
         }
         for a in &s.aggregations {
-            let _ = writeln!(out, "  aggregation {} {}: {}", a.id, a.name, a.title);
+            let under = if a.guard.is_some() { " (under if)" } else { "" };
+            let _ = writeln!(out, "  aggregation {} {}: {}{under}", a.id, a.name, a.title);
             if let Some(l) = a.linear {
                 let _ = writeln!(
                     out,

@@ -130,6 +130,16 @@ impl Checker<'_> {
                 return Err(Reported);
             }
         }
+        self.event_schema(index, label, fields)
+    }
+
+    /// Lays out an event of these fields (name, span for errors, value).
+    pub(super) fn event_schema(
+        &mut self,
+        index: usize,
+        label: &str,
+        fields: Vec<(String, Span, Expr)>,
+    ) -> Checked<EventSchema> {
         let mut kinds = Vec::new();
         for (_, span, e) in &fields {
             kinds.push(self.field_kind(e, span.clone())?);
@@ -150,6 +160,8 @@ impl Checker<'_> {
                 })
                 .collect(),
             size,
+            format: None,
+            guard: None,
         })
     }
 
@@ -326,6 +338,7 @@ impl Checker<'_> {
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" "),
+            guard: None,
         })
     }
 }

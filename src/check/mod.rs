@@ -20,6 +20,7 @@ mod names;
 mod operators;
 mod phases;
 mod positional;
+mod printf;
 pub mod program;
 pub mod resources;
 mod spans;
@@ -31,6 +32,7 @@ pub use builtins::builtin_names;
 pub use calls::CALLS;
 pub use functions::{DEFAULT_MAX_FUNCTIONS, Options};
 pub use operators::duration_literal;
+pub use printf::printf_format;
 
 use crate::btf::KernelTypes;
 use crate::diag::{DiagKind, Diagnostic};
@@ -78,6 +80,7 @@ pub fn check_with(
         in_span: false,
         args: BTreeMap::new(),
         fixing: None,
+        lets: Vec::new(),
     };
     let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
     let mut per_func: HashMap<&str, usize> = HashMap::new();
@@ -142,6 +145,8 @@ struct Checker<'k> {
     /// While an expression whose value is compiled in is checked: what needs it (its
     /// run-time arguments take the words given now, and are fixed).
     fixing: Option<String>,
+    /// The `let` names of the action block being checked, with their values.
+    lets: Vec<(String, Expr)>,
 }
 
 /// What names mean inside one session.
@@ -156,6 +161,15 @@ struct Scope<'a> {
     several: bool,
     /// Room for `func`'s value: the longest name and its NUL.
     func_cap: u32,
+}
+
+/// What a session's action blocks make, as they are checked.
+struct Actions<'l> {
+    index: usize,
+    label: &'l str,
+    has_ret: bool,
+    event: Option<EventSchema>,
+    aggregations: Vec<Aggregation>,
 }
 
 /// Marks a failed check whose diagnostic is already recorded.
@@ -284,25 +298,124 @@ impl<'k> Checker<'k> {
             span: s.func.span.clone(),
         }];
         let actions = s.actions.as_deref().unwrap_or(&default_actions);
-        let mut event = None;
-        let mut aggregations = Vec::new();
+        let mut out = Actions {
+            index,
+            label,
+            has_ret,
+            event: None,
+            aggregations: Vec::new(),
+        };
+        self.block(scope, actions, None, &mut out);
+        self.lets.clear();
+        (out.event, out.aggregations)
+    }
+
+    /// The actions of one block, under `guard` (the `if` conditions around it, as one
+    /// condition); its `let`s end with it.
+    fn block(
+        &mut self,
+        scope: &Scope,
+        actions: &[ast::Action],
+        guard: Option<&Expr>,
+        out: &mut Actions,
+    ) {
+        let lets = self.lets.len();
         for a in actions {
             match a {
                 ast::Action::Emit { items, span } => {
-                    if event.is_some() {
+                    if out.event.is_some() {
                         self.error(span.clone(), DiagKind::TwoEmits);
                         continue;
                     }
-                    event = self.emit(scope, index, label, items, has_ret).ok();
+                    out.event = self
+                        .emit(scope, out.index, out.label, items, out.has_ret)
+                        .ok()
+                        .map(|e| EventSchema {
+                            guard: guard.cloned(),
+                            ..e
+                        });
                 }
                 ast::Action::Aggregate(agg) => {
-                    if let Ok(a) = self.aggregation(scope, label, agg) {
-                        aggregations.push(a);
+                    if let Ok(a) = self.aggregation(scope, out.label, agg) {
+                        out.aggregations.push(Aggregation {
+                            guard: guard.cloned(),
+                            ..a
+                        });
+                    }
+                }
+                ast::Action::Let { name, value } => {
+                    if let Ok(v) = self.let_value(scope, name, value) {
+                        self.lets.push((name.name.clone(), v));
+                    }
+                }
+                ast::Action::Printf { args, span } => {
+                    if out.event.is_some() {
+                        self.error(span.clone(), DiagKind::TwoEmits);
+                        continue;
+                    }
+                    out.event = self
+                        .printf(scope, out.index, out.label, args, span)
+                        .ok()
+                        .map(|e| EventSchema {
+                            guard: guard.cloned(),
+                            ..e
+                        });
+                }
+                ast::Action::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    let Ok(c) = self.condition(scope, cond) else {
+                        continue;
+                    };
+                    let not_c = Expr {
+                        ty: Ty::Bool,
+                        kind: ExprKind::Unary {
+                            op: UnOp::Not,
+                            expr: Box::new(c.clone()),
+                        },
+                    };
+                    let under = |c: Expr| match guard {
+                        Some(g) => Expr::logic(BinOp::And, g.clone(), c),
+                        None => c,
+                    };
+                    self.block(scope, then, Some(&under(c)), out);
+                    if let Some(otherwise) = otherwise {
+                        self.block(scope, otherwise, Some(&under(not_c)), out);
                     }
                 }
             }
         }
-        (event, aggregations)
+        self.lets.truncate(lets);
+    }
+
+    /// A `let`'s value, unless its name would hide another (bpftrace keeps variables apart
+    /// by `$`; in fslat a name is one thing in a block).
+    fn let_value(&mut self, scope: &Scope, name: &ast::Ident, value: &ast::Expr) -> Checked<Expr> {
+        let n = name.name.as_str();
+        let what = if builtins::by_name(n).is_some() || matches!(n, "ret" | "start") {
+            Some("a builtin")
+        } else if scope.params.iter().any(|p| p.name == n)
+            || n.strip_prefix("arg")
+                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        {
+            Some("a parameter")
+        } else if self.lets.iter().any(|(l, _)| l == n) {
+            Some("an earlier `let`")
+        } else {
+            None
+        };
+        if let Some(what) = what {
+            return Err(self.error(
+                name.span.clone(),
+                DiagKind::LetShadows {
+                    name: n.into(),
+                    what,
+                },
+            ));
+        }
+        self.expr(scope, value)
     }
 }
 

@@ -53,6 +53,9 @@ impl Checker<'_> {
     }
 
     pub(super) fn name(&mut self, scope: &Scope, name: &str, span: Span) -> Checked<Expr> {
+        if let Some((_, value)) = self.lets.iter().rev().find(|(n, _)| n == name) {
+            return Ok(value.clone());
+        }
         if let Some(def) = builtins::by_name(name) {
             let ty = match def.ty {
                 BuiltinTy::Comm => Ty::Str { cap: COMM_CAP },

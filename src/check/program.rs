@@ -214,11 +214,13 @@ impl Session {
         let event = self
             .event
             .iter()
-            .flat_map(|e| e.fields.iter().map(|f| &f.expr));
-        let aggs = self
-            .aggregations
-            .iter()
-            .flat_map(|a| a.arg.iter().chain(a.keys.iter().map(|k| &k.expr)));
+            .flat_map(|e| e.fields.iter().map(|f| &f.expr).chain(&e.guard));
+        let aggs = self.aggregations.iter().flat_map(|a| {
+            a.arg
+                .iter()
+                .chain(a.keys.iter().map(|k| &k.expr))
+                .chain(&a.guard)
+        });
         self.return_filter.iter().chain(event).chain(aggs)
     }
 
@@ -630,6 +632,49 @@ pub struct EventSchema {
     pub session: String,
     pub fields: Vec<EventField>,
     pub size: u32,
+    /// `printf(FORMAT, ...)`: the fields are its arguments, in order, and the event's
+    /// text is this format applied to them (`output::printf` renders it).
+    #[serde(default)]
+    pub format: Option<Format>,
+    /// The `if` conditions around the `emit` or `printf`, as one condition: the event is
+    /// sent only when it holds (the program's nested `if`s are flattened into it).
+    #[serde(default)]
+    pub guard: Option<Expr>,
+}
+
+/// A checked `printf` format: literal text and conversions, each conversion taking the
+/// next event field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Format {
+    pub pieces: Vec<Piece>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Piece {
+    /// Bytes printed as they are (`%%` already made `%`).
+    Text(Vec<u8>),
+    /// A conversion of the field at `field`.
+    Conv { spec: ConvSpec, field: usize },
+}
+
+/// One C conversion: `%-16s`, `%08x`, `%.10s`, `%llu`. Length modifiers (`l`, `ll`, `h`,
+/// `z`, `j`) are accepted and change nothing: every value is printed at its own width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvSpec {
+    /// `-`: pad on the right.
+    pub left: bool,
+    /// `0`: pad numbers with zeros.
+    pub zero: bool,
+    /// `+`: a sign on non-negative numbers too.
+    pub plus: bool,
+    /// ` `: a space before non-negative numbers.
+    pub space: bool,
+    /// `#`: `0x` before `%x`, `0` before `%o`.
+    pub alt: bool,
+    pub width: Option<u32>,
+    pub precision: Option<u32>,
+    /// `d i u x X o s c p`.
+    pub conv: u8,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -651,6 +696,9 @@ pub struct Aggregation {
     /// Unique in the program: given with `as NAME` or derived (see `check::names`). It
     /// titles the text output, is the JSON `name` and the metric's name.
     pub name: String,
+    /// The `if` conditions around it, as one condition (see `EventSchema::guard`).
+    #[serde(default)]
+    pub guard: Option<Expr>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -124,10 +124,16 @@ fn carry(session: &mut Session, ustack: bool) {
         for f in &mut ev.fields {
             carry(&mut f.expr);
         }
+        if let Some(g) = &mut ev.guard {
+            carry(g);
+        }
     }
     for a in &mut session.aggregations {
         if let Some(arg) = &mut a.arg {
             carry(arg);
+        }
+        if let Some(g) = &mut a.guard {
+            carry(g);
         }
         for k in &mut a.keys {
             carry(&mut k.expr);

@@ -330,6 +330,8 @@ struct SessionData {
     return_filter: Option<String>,
     action_lines: Vec<String>,
     event: Option<Vec<String>>,
+    /// The `if` conditions around the event, as one C condition.
+    event_guard: Option<String>,
     aggregation_lines: Vec<String>,
     /// Set when the session is one multi-attach program for all its functions.
     multi: Option<MultiData>,
@@ -909,9 +911,26 @@ fn phases_data(
             .map(|(i, f)| ret.store(&f.expr, &format!("fslat_e->{}", field_member(i)), f.kind))
             .collect::<Vec<_>>()
     });
+    // An `if` around the event or an aggregation is one condition (the checker flattened
+    // nested `if`s into it): one level of branching in the C, however deep the script
+    // nests, which keeps the verifier's paths few.
+    let event_guard = s
+        .event
+        .as_ref()
+        .and_then(|e| e.guard.as_ref())
+        .map(|g| ret.expr(g));
     let mut aggregation_lines = Vec::new();
     for a in &s.aggregations {
-        aggregation_lines.extend(ret.aggregate(a));
+        let lines = ret.aggregate(a);
+        match &a.guard {
+            Some(g) => {
+                let cond = ret.expr(g);
+                aggregation_lines.push(format!("if ({cond}) {{"));
+                aggregation_lines.extend(lines.into_iter().map(|l| format!("\t{l}")));
+                aggregation_lines.push("}".into());
+            }
+            None => aggregation_lines.extend(lines),
+        }
     }
     let action_lines = ret.take_lines();
     let scratch = entry.scratch_used().max(ret.scratch_used());
@@ -938,6 +957,7 @@ fn phases_data(
         return_filter,
         action_lines,
         event,
+        event_guard,
         aggregation_lines,
         multi: multi_data,
         exit_only,

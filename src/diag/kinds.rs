@@ -155,6 +155,35 @@ pub enum DiagKind {
         why: String,
     },
     TwoEmits,
+    BlocksTooDeep {
+        limit: usize,
+    },
+    LetShadows {
+        name: String,
+        what: &'static str,
+    },
+    /// `printf()` without a string literal first.
+    PrintfNoFormat,
+    FormatUnknown {
+        conv: String,
+    },
+    FormatTrailingPercent,
+    PrintfTooManyArgs {
+        limit: usize,
+    },
+    FormatTooFewArgs {
+        conversions: usize,
+        given: usize,
+    },
+    FormatTooManyArgs {
+        conversions: usize,
+        given: usize,
+    },
+    FormatArgType {
+        conv: String,
+        expected: &'static str,
+        found: String,
+    },
     DuplicateAggName {
         name: String,
     },
@@ -369,6 +398,15 @@ impl DiagKind {
             SpanStartValue { .. } => "F0805",
             EntryInSpan => "F0806",
             RetInSpan => "F0807",
+            PrintfNoFormat => "F1101",
+            FormatUnknown { .. } => "F1102",
+            FormatTrailingPercent => "F1103",
+            PrintfTooManyArgs { .. } => "F1104",
+            FormatTooFewArgs { .. } => "F1105",
+            FormatTooManyArgs { .. } => "F1106",
+            FormatArgType { .. } => "F1107",
+            LetShadows { .. } => "F1108",
+            BlocksTooDeep { .. } => "F1109",
         }
     }
 
@@ -504,7 +542,45 @@ impl DiagKind {
                 "`{name}` is a cgroup's name, known only outside the kernel: it can be emitted or used as a `by` key, not compared, computed with or tested"
             ),
             CgroupNotFound { path, why } => format!("no cgroup `{path}`: {why}"),
-            TwoEmits => "a session has one `emit`; put all the fields in it".into(),
+            TwoEmits => {
+                "a session has one `emit` or `printf`; put all the fields in it".into()
+            }
+            BlocksTooDeep { limit } => format!(
+                "blocks nest deeper than {limit} levels here (a session's block and the `if`s in it); fslat accepts at most {limit}"
+            ),
+            LetShadows { name, what } => format!(
+                "`let {name}` would hide {what} of that name: choose another name"
+            ),
+            PrintfNoFormat => {
+                "`printf` takes a format first: a string literal (`printf(\"%s %d\\n\", comm, pid)`)"
+                    .into()
+            }
+            FormatUnknown { conv } => format!(
+                "`{conv}` is not a conversion fslat's printf knows (`%d %i %u %x %X %o %s %c %p %%`, with flags `-0+ #`, a width, `.PRECISION` and `l`/`ll`/`h`/`z`/`j`)"
+            ),
+            FormatTrailingPercent => {
+                "the format ends in the middle of a conversion (write `%%` for a `%` sign)".into()
+            }
+            PrintfTooManyArgs { limit } => {
+                format!("`printf` takes at most {limit} arguments after its format")
+            }
+            FormatTooFewArgs { conversions, given } => format!(
+                "the format has {conversions} conversion{} but {given} argument{} follow{} it: this one has none",
+                plural(*conversions),
+                plural(*given),
+                if *given == 1 { "s" } else { "" }
+            ),
+            FormatTooManyArgs { conversions, given } => format!(
+                "the format has {conversions} conversion{} but {given} argument{} follow{} it: this one is not printed",
+                plural(*conversions),
+                plural(*given),
+                if *given == 1 { "s" } else { "" }
+            ),
+            FormatArgType {
+                conv,
+                expected,
+                found,
+            } => format!("`{conv}` prints {expected}; this is {found}"),
             DuplicateAggName { name } => {
                 format!("another aggregation of this program is already named `{name}`")
             }
@@ -574,17 +650,14 @@ impl DiagKind {
             ForeignFilter => {
                 "a filter is written `where CONDITION` in fslat, not between slashes".into()
             }
-            ForeignPrintf { name } if name == "printf" => format!(
-                "fslat has no `{name}()`: `emit` prints one event per call, with the fields listed after it"
-            ),
             ForeignPrintf { name } => format!("fslat has no `{name}()`"),
             ForeignVariable { name } => format!(
-                "fslat has no variables (`${name}`): a session's actions are `emit` and aggregations"
+                "fslat's variables are `let` names, without `$` (`${name}`)"
             ),
             ForeignMap => {
                 "fslat has no maps (`@...`): an aggregation is an action of its own, with its keys after `by`".into()
             }
-            ForeignIf => "fslat has no `if`: a session's condition is its `where`".into(),
+            ForeignIf => "this is not an `if` fslat can read".into(),
             AssignAsComparison => "`=` is not a comparison: fslat compares with `==`".into(),
             SingleQuotes => "strings are written in double quotes".into(),
             FractionalDuration { text } => {
@@ -632,6 +705,10 @@ fn shown_file(file: &str) -> &str {
     } else {
         file
     }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 fn one_of(words: &[&str]) -> String {

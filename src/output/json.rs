@@ -62,7 +62,13 @@ impl<W: Write> Writer for JsonWriter<W> {
                 v => serde_json::to_writer(&mut *out, &json_value(v))?,
             }
         }
-        out.write_all(b"}}\n")
+        out.write_all(b"}")?;
+        if schema.format.is_some() {
+            let text = super::printf::render(schema, record, self.stacks.as_deref());
+            out.write_all(b",\"text\":")?;
+            serde_json::to_writer(&mut *out, &String::from_utf8_lossy(&text))?;
+        }
+        out.write_all(b"}\n")
     }
 
     fn summary(&mut self, s: &Summary) -> io::Result<()> {

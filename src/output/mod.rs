@@ -7,6 +7,7 @@ pub mod flame;
 mod folded;
 pub mod interval;
 mod json;
+pub mod printf;
 mod stacks;
 mod text;
 

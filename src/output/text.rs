@@ -183,6 +183,14 @@ pub fn slot_bounds(i: usize, duration: bool, linear: Option<Linear>) -> String {
 impl<W: Write> Writer for TextWriter<W> {
     fn event(&mut self, schema: &EventSchema, record: &[u8]) -> io::Result<()> {
         let out = &mut self.out;
+        if schema.format.is_some() {
+            // A printf's text is the event, exactly as formatted (bpftrace's printf).
+            return out.write_all(&super::printf::render(
+                schema,
+                record,
+                self.stacks.as_deref(),
+            ));
+        }
         out.write_all(b"EVENT ")?;
         out.write_all(schema.session.as_bytes())?;
         for f in &schema.fields {

@@ -56,6 +56,23 @@ pub enum Action {
         span: Span,
     },
     Aggregate(Aggregate),
+    /// `printf(FORMAT, ARGS...)`: `args[0]` is the format (the checker wants a string
+    /// literal there).
+    Printf {
+        args: Vec<Expr>,
+        span: Span,
+    },
+    /// `let NAME = EXPR`: NAME means EXPR's value in the rest of the block.
+    Let {
+        name: Ident,
+        value: Expr,
+    },
+    /// `if COND { ... } [else { ... }]`; `else if` is an `else` block holding one `If`.
+    If {
+        cond: Expr,
+        then: Vec<Action>,
+        otherwise: Option<Vec<Action>>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -41,7 +41,7 @@ pub fn explain(source: &str, pos: usize, expected: &[Rule]) -> Option<Diagnostic
     match word {
         "if" | "else" => {
             return Some(Diagnostic::new(span, DiagKind::ForeignIf).hint(
-                "put the condition in the session's `where` (`session vfs_read where count > 4096 { emit }`); for two conditions, write two sessions",
+                "write `if COND { ACTIONS } else if COND { ACTIONS } else { ACTIONS }`: the braces are required, the parentheses are not",
             ));
         }
         "print" | "clear" | "zero" if after_word.starts_with('(') => {
@@ -49,14 +49,6 @@ pub fn explain(source: &str, pos: usize, expected: &[Rule]) -> Option<Diagnostic
                 Diagnostic::new(span, DiagKind::ForeignPrintf { name: word.into() }).hint(
                     "fslat prints every aggregation at the end of a run, and with `-i DUR` prints and clears them every DUR",
                 ),
-            );
-        }
-        "printf" if after_word.starts_with('(') => {
-            let args = call_args(&rest[word.len()..]).unwrap_or_default();
-            let fields: Vec<String> = args.iter().skip(1).map(|a| translate_expr(a)).collect();
-            return Some(
-                Diagnostic::new(span, DiagKind::ForeignPrintf { name: word.into() })
-                    .hint(format!("write `{}`", emit_of(&fields))),
             );
         }
         _ => {}
@@ -240,10 +232,26 @@ fn variable(source: &str, pos: usize) -> Option<Diagnostic> {
                 name: name.to_string(),
             },
         )
-        .hint(
-            "use the expression where it is needed (`where`, `emit EXPR as NAME`, `by EXPR`); the time a call took is `latency`",
-        ),
+        .hint(variable_hint(&source[pos..], name)),
     )
+}
+
+/// `$x = EXPR` → `let x = EXPR`; a read of `$x` → `x`.
+fn variable_hint(rest: &str, name: &str) -> String {
+    let after = rest[1 + name.len()..].trim_start();
+    match after.strip_prefix('=').filter(|a| !a.starts_with('=')) {
+        Some(value) => {
+            let end = value.find([';', '\n', '}']).unwrap_or(value.len());
+            let value = translate_expr(&value[..end]);
+            let value = if value.is_empty() {
+                "EXPR".into()
+            } else {
+                value
+            };
+            format!("write `let {name} = {value}`, and `{name}` where it is used")
+        }
+        None => format!("a `let` name has no `$`: write `let {name} = EXPR` once, then `{name}`"),
+    }
 }
 
 /// `@x = count()`, `@[comm] = count()`, `@bytes[comm] = sum(count)`, ...
@@ -480,14 +488,6 @@ fn call_args(text: &str) -> Option<Vec<String>> {
     Some(split_top(&inner[..end], &[',']))
 }
 
-fn emit_of(fields: &[String]) -> String {
-    if fields.is_empty() {
-        "emit".into()
-    } else {
-        format!("emit {}", fields.join(", "))
-    }
-}
-
 /// A bpftrace block's statements as fslat actions, if every one has a plain counterpart.
 fn translate_block(body: &str) -> Option<String> {
     let actions: Vec<String> = split_top(body, &[';', '\n'])
@@ -497,14 +497,24 @@ fn translate_block(body: &str) -> Option<String> {
     Some(actions.join("; "))
 }
 
-/// `@name[k1, k2] = agg(args)` → `agg(args) by k1, k2 as name`; `printf("..", a, b)` →
-/// `emit a, b`.
+/// `@name[k1, k2] = agg(args)` → `agg(args) by k1, k2 as name`; `printf(..)` keeps its
+/// format with its arguments translated; `$x = e` → `let x = e`.
 fn translate_statement(stmt: &str) -> Option<String> {
     let stmt = stmt.trim().trim_end_matches(';').trim_end();
     if let Some(rest) = stmt.strip_prefix("printf") {
-        let args = call_args(rest)?;
-        let fields: Vec<String> = args.iter().skip(1).map(|a| translate_expr(a)).collect();
-        return Some(emit_of(&fields));
+        let args: Vec<String> = call_args(rest)?.iter().map(|a| translate_expr(a)).collect();
+        return Some(format!("printf({})", args.join(", ")));
+    }
+    if let Some(rest) = stmt.strip_prefix('$') {
+        let name = ident_at(rest);
+        let value = rest[name.len()..].trim_start().strip_prefix('=')?;
+        if name.is_empty()
+            || name.starts_with(|c: char| c.is_ascii_digit())
+            || value.starts_with('=')
+        {
+            return None;
+        }
+        return Some(format!("let {name} = {}", translate_expr(value)));
     }
     let rest = stmt.strip_prefix('@')?;
     let name = ident_at(rest);
@@ -574,6 +584,11 @@ fn translate_expr(text: &str) -> String {
             rest = after;
             continue;
         }
+        // A bpftrace variable `$x` is fslat's `let` name `x`; `$1` stays.
+        if c == '$' && rest[1..].starts_with(|d: char| d.is_ascii_alphabetic() || d == '_') {
+            rest = &rest[1..];
+            continue;
+        }
         let word = ident_at(rest);
         if word.is_empty() || c.is_ascii_digit() {
             let len = if word.is_empty() {
@@ -629,7 +644,7 @@ mod tests {
         );
         assert_eq!(
             translate_statement(r#"printf("%s %d\n", comm, pid)"#).as_deref(),
-            Some("emit comm, tgid")
+            Some(r#"printf("%s %d\n", comm, tgid)"#)
         );
         assert_eq!(translate_statement("@start[tid] = nsecs"), None);
         assert_eq!(translate_statement("@x = count() + 1"), None);

@@ -181,10 +181,47 @@ fn block(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Vec<Action> {
                 actions.push(Action::Emit { items, span: sp });
             }
             Rule::aggregation => actions.push(Action::Aggregate(aggregation(p, errors))),
+            Rule::if_stmt => actions.push(if_stmt(p, errors)),
+            Rule::let_stmt => {
+                let mut inner = p.into_inner().filter(|i| i.as_rule() != Rule::kw_let);
+                let name = ident(inner.next().expect("a let has a name"));
+                let value = expr(inner.next().expect("a let has a value"), errors);
+                actions.push(Action::Let { name, value });
+            }
+            Rule::printf => {
+                let sp = span(&p);
+                let args = p
+                    .into_inner()
+                    .filter(|a| a.as_rule() == Rule::pred)
+                    .map(|a| expr(a, errors))
+                    .collect();
+                actions.push(Action::Printf { args, span: sp });
+            }
             _ => {}
         }
     }
     actions
+}
+
+/// `if COND { ... } [else if ... | else { ... }]`.
+fn if_stmt(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Action {
+    let mut cond = None;
+    let mut then = None;
+    let mut otherwise = None;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::pred => cond = Some(expr(p, errors)),
+            Rule::block if then.is_none() => then = Some(block(p, errors)),
+            Rule::block => otherwise = Some(block(p, errors)),
+            Rule::if_stmt => otherwise = Some(vec![if_stmt(p, errors)]),
+            _ => {}
+        }
+    }
+    Action::If {
+        cond: cond.expect("an if has a condition"),
+        then: then.expect("an if has a block"),
+        otherwise,
+    }
 }
 
 fn aggregation(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Aggregate {
@@ -506,6 +543,8 @@ fn unescape(body: &str, offset: usize, errors: &mut Vec<Diagnostic>) -> Vec<u8> 
 /// docs/language.md). A generated filter of thousands of `or` terms stays well inside.
 pub const MAX_NESTING: usize = 1000;
 pub const MAX_OPERATORS: usize = 10_000;
+/// How deep `{ }` blocks may nest: a session's block and 15 `if`s inside it.
+pub const MAX_BLOCKS: usize = 16;
 
 /// A diagnostic when `source` nests parentheses deeper than MAX_NESTING or holds more
 /// than MAX_OPERATORS operators; checked on the raw text (strings and comments skipped)
@@ -513,6 +552,7 @@ pub const MAX_OPERATORS: usize = 10_000;
 fn too_complex(source: &str) -> Option<Diagnostic> {
     let bytes = source.as_bytes();
     let (mut depth, mut operators, mut i) = (0usize, 0usize, 0usize);
+    let mut blocks = 0usize;
     let mut word_start = true;
     while i < bytes.len() {
         let b = bytes[i];
@@ -543,6 +583,16 @@ fn too_complex(source: &str) -> Option<Diagnostic> {
                 }
             }
             b')' => depth = depth.saturating_sub(1),
+            b'{' => {
+                blocks += 1;
+                if blocks > MAX_BLOCKS {
+                    return Some(Diagnostic::new(
+                        i..i + 1,
+                        DiagKind::BlocksTooDeep { limit: MAX_BLOCKS },
+                    ));
+                }
+            }
+            b'}' => blocks = blocks.saturating_sub(1),
             // A run such as `==` or `<<` is one operator.
             b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>' | b'=' | b'!'
             | b'~' => {
