@@ -101,6 +101,27 @@ pub fn check_with(
             sessions.push(checked);
         }
     }
+    let lines = |cx: &mut Checker, actions: &[ast::Action]| {
+        let mut out = Vec::new();
+        for a in actions {
+            let span = match a {
+                ast::Action::Printf { args, span } => {
+                    if let Ok(l) = cx.user_line(args, span) {
+                        out.push(l);
+                    }
+                    continue;
+                }
+                ast::Action::Emit { span, .. } => span,
+                ast::Action::Aggregate(agg) => &agg.span,
+                ast::Action::Let { name, .. } => &name.span,
+                ast::Action::If { cond, .. } => &cond.span,
+            };
+            cx.error(span.clone(), DiagKind::UserLineAction);
+        }
+        out
+    };
+    let begin = lines(&mut cx, &script.begin);
+    let end = lines(&mut cx, &script.end);
     if !cx.diags.is_empty() {
         return Err(cx.diags);
     }
@@ -114,6 +135,8 @@ pub fn check_with(
         uses_ustack: cx.uses_ustack,
         features: kernel.features(),
         args: cx.args.into_values().collect(),
+        begin,
+        end,
     })
 }
 

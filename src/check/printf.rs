@@ -2,6 +2,7 @@
 //! against its argument's type. The event's fields are the arguments; the decoder
 //! (`output::printf`) applies the format to them.
 
+use super::operators::int_const;
 use super::program::*;
 use super::{Checked, Checker, Reported, Scope};
 use crate::diag::DiagKind;
@@ -173,6 +174,55 @@ impl Checker<'_> {
         args: &[ast::Expr],
         span: &Span,
     ) -> Checked<EventSchema> {
+        let (pieces, fields) =
+            self.format_and_values(args, span, &mut |cx, arg| cx.expr(scope, arg))?;
+        let mut schema = self.event_schema(index, label, fields)?;
+        schema.format = Some(Format { pieces });
+        Ok(schema)
+    }
+
+    /// `on begin` / `on end`'s `printf`: of constants and `$1`.. only, printed by fslat.
+    pub(super) fn user_line(&mut self, args: &[ast::Expr], span: &Span) -> Checked<UserLine> {
+        let (pieces, fields) = self.format_and_values(args, span, &mut |cx, arg| {
+            let value = match &arg.kind {
+                ast::ExprKind::Positional(n) => cx.positional(*n, arg.span.clone())?,
+                ast::ExprKind::PositionalCount => cx.positional_count(arg.span.clone())?,
+                ast::ExprKind::Int(v) => int_const(i128::from(*v)),
+                ast::ExprKind::Duration(ns) => Expr {
+                    ty: Ty::Duration,
+                    kind: ExprKind::Int(i128::from(*ns)),
+                },
+                ast::ExprKind::Str(b) => Expr {
+                    ty: Ty::Str {
+                        cap: b.len() as u32 + 1,
+                    },
+                    kind: ExprKind::Str(b.clone()),
+                },
+                ast::ExprKind::Bool(b) => Expr {
+                    ty: Ty::Bool,
+                    kind: ExprKind::Bool(*b),
+                },
+                _ => return Err(cx.error(arg.span.clone(), DiagKind::UserLineValue)),
+            };
+            match value.kind {
+                ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Bool(_) => Ok(value),
+                _ => Err(cx.error(arg.span.clone(), DiagKind::UserLineValue)),
+            }
+        })?;
+        Ok(UserLine {
+            pieces,
+            values: fields.into_iter().map(|(_, _, e)| e).collect(),
+        })
+    }
+
+    /// A `printf`'s format, checked against its arguments, each evaluated by `eval`.
+    #[allow(clippy::type_complexity)]
+    fn format_and_values(
+        &mut self,
+        args: &[ast::Expr],
+        span: &Span,
+        eval: &mut dyn FnMut(&mut Self, &ast::Expr) -> Checked<Expr>,
+    ) -> Checked<(Vec<Piece>, Vec<(String, Span, Expr)>)> {
         let Some((format, args)) = args.split_first() else {
             return Err(self.error(span.clone(), DiagKind::PrintfNoFormat));
         };
@@ -247,7 +297,7 @@ impl Checker<'_> {
             };
             let arg = &args[k];
             k += 1;
-            let Ok(e) = self.expr(scope, arg) else {
+            let Ok(e) = eval(self, arg) else {
                 failed = true;
                 continue;
             };
@@ -284,9 +334,7 @@ impl Checker<'_> {
         if failed {
             return Err(Reported);
         }
-        let mut schema = self.event_schema(index, label, fields)?;
-        schema.format = Some(Format { pieces });
-        Ok(schema)
+        Ok((pieces, fields))
     }
 
     /// The field's name in JSON: the argument's own name (`comm`, `f_flags`) when it has

@@ -28,6 +28,13 @@ pub struct Program {
     /// The script arguments (`$1`.., `$#`) it takes at run time, by number; empty when
     /// they were compiled in as constants (a script run: `check::Options::runtime_args`).
     pub args: Vec<ScriptArg>,
+    /// `on begin { printf(...) }`: printed once every program is attached.
+    #[serde(default)]
+    pub begin: Vec<UserLine>,
+    /// `on end { printf(...) }`: printed once the run's events are drained, before the
+    /// summaries.
+    #[serde(default)]
+    pub end: Vec<UserLine>,
 }
 
 /// A script argument a program takes at run time: fslat writes its value into
@@ -640,6 +647,14 @@ pub struct EventSchema {
     /// sent only when it holds (the program's nested `if`s are flattened into it).
     #[serde(default)]
     pub guard: Option<Expr>,
+}
+
+/// A line `on begin` or `on end` prints, in user space: a format and its constant values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserLine {
+    pub pieces: Vec<Piece>,
+    /// Constants (`ExprKind::Int`, `Str`, `Bool`), typed.
+    pub values: Vec<Expr>,
 }
 
 /// A checked `printf` format: literal text and conversions, each conversion taking the

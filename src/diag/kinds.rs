@@ -158,6 +158,9 @@ pub enum DiagKind {
     BlocksTooDeep {
         limit: usize,
     },
+    /// A value in `on begin`/`on end` that is not a constant or `$N`.
+    UserLineValue,
+    UserLineAction,
     LetShadows {
         name: String,
         what: &'static str,
@@ -407,6 +410,8 @@ impl DiagKind {
             FormatArgType { .. } => "F1107",
             LetShadows { .. } => "F1108",
             BlocksTooDeep { .. } => "F1109",
+            UserLineValue => "F1110",
+            UserLineAction => "F1111",
         }
     }
 
@@ -545,6 +550,8 @@ impl DiagKind {
             TwoEmits => {
                 "a session has one `emit` or `printf`; put all the fields in it".into()
             }
+            UserLineAction => "`on begin` and `on end` hold `printf`s only: they run once, in fslat, not per call".into(),
+            UserLineValue => "`on begin` and `on end` run in fslat, not in the kernel: they print constants and `$1`.. only".into(),
             BlocksTooDeep { limit } => format!(
                 "blocks nest deeper than {limit} levels here (a session's block and the `if`s in it); fslat accepts at most {limit}"
             ),

@@ -105,6 +105,10 @@ impl Writer for WithFlames<'_> {
         self.inner.event(schema, record)
     }
 
+    fn user_line(&mut self, text: &[u8]) -> io::Result<()> {
+        self.inner.user_line(text)
+    }
+
     fn summary(&mut self, s: &Summary) -> io::Result<()> {
         self.inner.summary(s)
     }

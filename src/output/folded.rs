@@ -100,6 +100,11 @@ impl<W: Write> Writer for FoldedWriter<W> {
         Ok(())
     }
 
+    // Folded output is stack lines only, as events are left out.
+    fn user_line(&mut self, _: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+
     fn summary(&mut self, _: &Summary) -> io::Result<()> {
         Ok(())
     }

@@ -71,6 +71,10 @@ impl<W: Write> Writer for JsonWriter<W> {
         out.write_all(b"}\n")
     }
 
+    fn user_line(&mut self, text: &[u8]) -> io::Result<()> {
+        self.line(&json!({"type": "line", "text": String::from_utf8_lossy(text)}))
+    }
+
     fn summary(&mut self, s: &Summary) -> io::Result<()> {
         let mut v = json!({
             "type": "summary",

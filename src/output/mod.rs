@@ -163,6 +163,8 @@ pub trait Writer {
     /// One event: `record` is a whole record that `schema` describes (as checked by
     /// `Decoder::decode`).
     fn event(&mut self, schema: &EventSchema, record: &[u8]) -> io::Result<()>;
+    /// A line of `on begin` / `on end`, formatted.
+    fn user_line(&mut self, text: &[u8]) -> io::Result<()>;
     fn summary(&mut self, s: &Summary) -> io::Result<()>;
     fn aggregation(&mut self, a: &AggResult) -> io::Result<()>;
     /// With `-i`: the line that starts one interval's aggregations.

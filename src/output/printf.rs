@@ -3,7 +3,9 @@
 
 use super::text::format_value;
 use super::{Value, event_value};
-use crate::check::program::{ConvSpec, EventSchema, FieldKind, Piece};
+use crate::check::program::{
+    ConvSpec, EventSchema, ExprKind, FieldKind, Piece, Scalar, Ty, UserLine,
+};
 use crate::stacks::StackTable;
 
 /// The formatted text of a record of `schema` (which has a format), exactly as printed:
@@ -20,6 +22,33 @@ pub fn render(schema: &EventSchema, record: &[u8], stacks: Option<&StackTable>) 
                 let f = &schema.fields[*field];
                 let v = event_value(record, f, stacks);
                 convert(&mut out, spec, &v, f.kind);
+            }
+        }
+    }
+    out
+}
+
+/// The text of an `on begin` / `on end` line: its format applied to its constants.
+pub fn render_line(line: &UserLine) -> Vec<u8> {
+    let mut out = Vec::new();
+    let int = FieldKind::Int(Scalar {
+        size: 8,
+        signed: true,
+    });
+    for piece in &line.pieces {
+        match piece {
+            Piece::Text(t) => out.extend_from_slice(t),
+            Piece::Conv { spec, field } => {
+                let e = &line.values[*field];
+                let v = match (&e.kind, &e.ty) {
+                    (ExprKind::Int(n), Ty::Duration) => Value::Duration(*n as u64),
+                    (ExprKind::Int(n), _) if *n < 0 => Value::Signed(*n as i64),
+                    (ExprKind::Int(n), _) => Value::Unsigned(*n as u64),
+                    (ExprKind::Str(s), _) => Value::Str(std::borrow::Cow::Borrowed(s)),
+                    (ExprKind::Bool(b), _) => Value::Bool(*b),
+                    _ => Value::Unsigned(0),
+                };
+                convert(&mut out, spec, &v, int);
             }
         }
     }
@@ -129,7 +158,6 @@ fn pad(out: &mut Vec<u8>, spec: &ConvSpec, lead: &[u8], body: &[u8], zeros_allow
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::program::Scalar;
     use std::borrow::Cow;
 
     fn spec(text: &str) -> ConvSpec {

@@ -202,6 +202,10 @@ impl<W: Write> Writer for TextWriter<W> {
         out.write_all(b"\n")
     }
 
+    fn user_line(&mut self, text: &[u8]) -> io::Result<()> {
+        self.out.write_all(text)
+    }
+
     fn summary(&mut self, s: &Summary) -> io::Result<()> {
         let mut line = format!("SUMMARY {} mode={}", s.label, s.mode);
         for (name, v) in s.shown() {

@@ -241,6 +241,14 @@ pub fn run(
         privileges::keep_what_the_run_needs(&loaded, program, extra);
     }
     attached();
+    // bpftrace's BEGIN: once every probe is attached.
+    for l in &program.begin {
+        let mut st = state.borrow_mut();
+        st.out
+            .user_line(&crate::output::printf::render_line(l))
+            .map_err(RuntimeError::Output)?;
+        st.out.flush().map_err(RuntimeError::Output)?;
+    }
     let mut published = Instant::now();
     let start = Instant::now();
     let deadline = settings.duration.map(|d| start + d);
@@ -396,6 +404,11 @@ pub fn run(
             started,
             stacks.as_deref(),
         )?);
+    }
+    // bpftrace's END: after the last event, before what the run adds up.
+    for l in &program.end {
+        out.user_line(&crate::output::printf::render_line(l))
+            .map_err(RuntimeError::Output)?;
     }
     if settings.interval.is_some() {
         // The last, partial interval; then the summary, over the whole run.

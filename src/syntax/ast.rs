@@ -5,6 +5,10 @@ pub use crate::diag::Span;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Script {
     pub sessions: Vec<Session>,
+    /// `on begin { ... }`'s actions (each a `printf`), in the order written.
+    pub begin: Vec<Action>,
+    /// `on end { ... }`'s.
+    pub end: Vec<Action>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -159,12 +159,16 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
             }
             diag(vec![hint])
         }
-        "BEGIN" => diag(vec![
-            "drop the `BEGIN` block; the `Tracing ...` line on standard error says when tracing has started".into(),
-        ]),
-        "END" => diag(vec![
-            "drop the `END` block: at the end of a run fslat prints every aggregation by itself (`-i DUR` prints and clears them every DUR)".into(),
-        ]),
+        "BEGIN" | "END" => {
+            let which = if kind == "BEGIN" { "begin" } else { "end" };
+            let block = body.and_then(translate_block).filter(|b| b.starts_with("printf("));
+            diag(vec![match block {
+                Some(b) => format!("write `on {which} {{ {b} }}`"),
+                None => format!(
+                    "write `on {which} {{ printf(...) }}` (constants and `$1`.. only); aggregations print at the end by themselves"
+                ),
+            }])
+        }
         "usdt" | "U" => diag(vec![
             "trace the function around the probe instead: `session FILE:FUNC`; `fslat -l 'FILE:*'` lists a file's functions".into(),
         ]),

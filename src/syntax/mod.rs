@@ -27,10 +27,20 @@ pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
         .expect("the grammar's script rule always yields one pair");
     let mut errors = Vec::new();
     let mut sessions = Vec::new();
+    let (mut begin, mut end) = (Vec::new(), Vec::new());
     for pair in script.into_inner() {
         match pair.as_rule() {
             Rule::session => sessions.push(session(pair, &mut errors)),
             Rule::span => sessions.push(span_item(pair, &mut errors)),
+            Rule::on_begin_end => {
+                let mut inner = pair.into_inner().filter(|p| p.as_rule() != Rule::kw_on);
+                let which = inner.next().expect("begin or end");
+                let actions = block(inner.next().expect("a block"), &mut errors);
+                match which.as_rule() {
+                    Rule::kw_begin => begin.extend(actions),
+                    _ => end.extend(actions),
+                }
+            }
             _ => {}
         }
     }
@@ -41,7 +51,11 @@ pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
         ));
     }
     if errors.is_empty() {
-        Ok(Script { sessions })
+        Ok(Script {
+            sessions,
+            begin,
+            end,
+        })
     } else {
         Err(errors)
     }

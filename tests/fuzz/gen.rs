@@ -185,6 +185,9 @@ impl<'a, 'k> Gen<'a, 'k> {
         if g.rng.one_in(10) {
             out.push_str("#!/usr/bin/env fslat\n");
         }
+        if g.rng.one_in(10) {
+            out.push_str("on begin { printf(\"%s %-4d|%x\\n\", \"fslat\", 42, 255) }\n");
+        }
         let sessions = 1 + g.rng.below(3);
         for _ in 0..sessions {
             if g.rng.one_in(8) {
@@ -274,6 +277,55 @@ impl<'a, 'k> Gen<'a, 'k> {
     }
 
     fn action(&mut self, may_emit: bool) -> String {
+        // bpftrace habits: `let`, `if`/`else` (nested now and then), `printf`.
+        if self.depth < 3 && self.rng.one_in(8) {
+            self.depth += 1;
+            let cond = self.expr(Ty::Bool);
+            let then = self.action(may_emit);
+            let mut s = format!("if {cond} {{ {then} }}");
+            if self.rng.one_in(2) {
+                let other = self.action(false);
+                s.push_str(&format!(" else {{ {other} }}"));
+            }
+            self.depth -= 1;
+            return s;
+        }
+        if self.rng.one_in(10) {
+            let value = self.expr(Ty::Int);
+            let rest = self.action(may_emit);
+            let sep = self.sep();
+            return format!("let l{} = {value}{sep}{rest}", self.rng.below(100));
+        }
+        if may_emit && self.rng.one_in(6) {
+            let n = self.rng.below(4);
+            let mut format = String::new();
+            let mut args = Vec::new();
+            for _ in 0..n {
+                let ty = *self
+                    .rng
+                    .pick(&[Ty::Int, Ty::Str, Ty::Duration, Ty::Bool, Ty::Ptr]);
+                let conv = match ty {
+                    Ty::Int => *self
+                        .rng
+                        .pick(&["%d", "%u", "%-6d", "%08x", "%lu", "%c", "%o"]),
+                    Ty::Str => *self.rng.pick(&["%s", "%-16s", "%.3s", "%10.2s"]),
+                    Ty::Ptr => "%p",
+                    Ty::Bool => *self.rng.pick(&["%d", "%s"]),
+                    _ => "%s",
+                };
+                format.push_str(conv);
+                format.push(' ');
+                args.push(self.expr(ty));
+            }
+            format.push_str("100%%\\n");
+            let mut s = format!("printf(\"{format}\"");
+            for a in args {
+                s.push_str(", ");
+                s.push_str(&a);
+            }
+            s.push(')');
+            return s;
+        }
         if may_emit && self.rng.one_in(3) {
             if self.rng.one_in(4) {
                 return "emit".into();

@@ -32,6 +32,10 @@
                                         (each directly above the one before, inside
                                         its width) with N calls each; stdin unused
 
+    check.py order RE...                text output: the lines that match any RE, in
+                                        order, match the REs one for one (`^begin
+                                        ^read ^end`: begin first, end last)
+
 Prints what it measured; exits 1 with the reason when a check fails.
 """
 
@@ -251,8 +255,19 @@ def span_intervals(min_busy):
         fail(f"only {len(busy)} intervals saw spans, expected at least {min_busy}")
 
 
+def order(patterns):
+    res = [re.compile(p) for p in patterns]
+    seen = [line.rstrip("\n") for line in sys.stdin if any(r.search(line) for r in res)]
+    if len(seen) != len(res) or not all(r.search(l) for r, l in zip(res, seen)):
+        fail(f"lines in this order: {patterns}; found {seen}")
+    print(f"{len(seen)} lines in order")
+
+
 def main():
     what = sys.argv[1]
+    if what == "order":
+        order(sys.argv[2:])
+        return
     if what == "span-ledger":
         span_ledger()
         return
