@@ -129,10 +129,15 @@ pub fn run_object(
         max_in_flight: opts.max_in_flight,
         verbose: opts.verbose,
         metrics: board.map(|b| b as std::sync::Arc<dyn crate::output::figures::Publish>),
-        // --flamegraph writes its files at the end, maybe into another user's directory.
-        keep_after_attach: opts.one_run.then(|| match opts.flamegraph {
-            Some(_) => crate::sys::cap::set(&[crate::sys::cap::DAC_OVERRIDE]),
-            None => 0,
+        // --flamegraph writes its files at the end, maybe into another user's directory;
+        // -c's cgroup is removed at the end, from a parent directory root may not write
+        // to without it (the hierarchy's root is mode 555 on many systems).
+        keep_after_attach: opts.one_run.then(|| {
+            if opts.flamegraph.is_some() || cgroup.is_some() {
+                crate::sys::cap::set(&[crate::sys::cap::DAC_OVERRIDE])
+            } else {
+                0
+            }
         }),
         absent: absent.to_vec(),
         load_cache,

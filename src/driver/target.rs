@@ -114,9 +114,16 @@ impl Drop for CommandCgroup {
     /// Processes the command left running move to the parent cgroup; then the cgroup goes.
     fn drop(&mut self) {
         let parent = self.dir.parent().map(|p| p.join("cgroup.procs"));
+        let mut why = None;
         for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() {
-                return;
+            match std::fs::remove_dir(&self.dir) {
+                Ok(()) => return,
+                // Retrying does not give back a permission.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    why = Some(e);
+                    break;
+                }
+                Err(e) => why = Some(e),
             }
             let left = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
             if let Some(parent) = &parent {
@@ -127,8 +134,19 @@ impl Drop for CommandCgroup {
             // A process that has just exited leaves its cgroup a moment later.
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+        let left = std::fs::read_to_string(self.dir.join("cgroup.procs")).unwrap_or_default();
+        let why = match (why, left.split_whitespace().count()) {
+            (Some(e), _) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                format!("{e}; remove it as root with `rmdir {}`", self.dir.display())
+            }
+            (_, n) if n > 0 => format!(
+                "{n} process(es) the command started still run in it and could not be moved out"
+            ),
+            (Some(e), _) => e.to_string(),
+            (None, _) => "it is still there".to_string(),
+        };
         crate::stderr_line!(
-            "fslat: warning: could not remove the command's cgroup {}",
+            "fslat: warning: could not remove the command's cgroup {}: {why}",
             self.dir.display()
         );
     }
