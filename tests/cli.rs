@@ -1075,6 +1075,28 @@ fn words_after_the_script_are_its_arguments() {
     assert!(stderr.contains("`$3` is not given"), "{stderr}");
 }
 
+/// A run that fails before it traces pushes nothing to `--otlp`, and its error comes at
+/// once: here the command of `-c` cannot start (a collector that is not there would have
+/// taken the final push's retries, 4 s, and a warning about it, before the error).
+#[test]
+fn a_run_that_never_traced_pushes_nothing_and_fails_at_once() {
+    let out = fslat(&[
+        "--otlp",
+        "http://127.0.0.1:9",
+        "-c",
+        "/nonexistent/command",
+        "-e",
+        "session vfs_read { count() }",
+    ]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot start the command `/nonexistent/command`"),
+        "{err}"
+    );
+    assert!(!err.contains("--otlp"), "{err}");
+}
+
 /// libbpf's log (-v) goes to standard error from a callback libbpf calls; a reader that
 /// went away (`fslat -v ... 2>&1 | head`) made the write panic there, and a panic in a
 /// callback from C aborted fslat (status 134). On this host the run then fails to load

@@ -98,8 +98,6 @@ pub enum Error {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
-    #[error("--otlp: cannot start the push thread: {0}")]
-    Otlp(std::io::Error),
     #[error("{0}")]
     OtlpSettings(String),
     #[error("{0} of the entries read from standard input failed (see above)")]

@@ -65,27 +65,20 @@ pub fn run_object(
         ),
         _ => None,
     };
-    let pusher = match (otlp, &board) {
-        (Some(settings), Some(board)) => {
-            if settings.source != "--otlp" {
-                // Never a silent push: the environment chose to send the figures.
-                crate::stderr_line!(
-                    "fslat: pushing metrics with OTLP to {} ({})",
-                    settings.target.url,
-                    settings.source
-                );
-            }
-            Some(
-                crate::metrics::Pusher::start(
-                    settings,
-                    opts.interval.unwrap_or(OTLP_INTERVAL),
-                    std::sync::Arc::clone(board),
-                )
-                .map_err(Error::Otlp)?,
-            )
-        }
-        _ => None,
-    };
+    // The push thread starts once the run traces: a run that never does pushes nothing.
+    let otlp = otlp.zip(board.clone());
+    if let Some((settings, _)) = &otlp
+        && settings.source != "--otlp"
+    {
+        // Never a silent push: the environment chose to send the figures.
+        crate::stderr_line!(
+            "fslat: pushing metrics with OTLP to {} ({})",
+            settings.target.url,
+            settings.source
+        );
+    }
+    let mut otlp = otlp;
+    let mut pusher = None;
 
     // -p's process must exist, and its exit ends the run.
     let mut watched = opts.pid.map(Watched::open).transpose()?;
@@ -146,6 +139,18 @@ pub fn run_object(
     let child = std::cell::RefCell::new(child);
     let labels: Vec<&str> = program.sessions.iter().map(|s| s.label.as_str()).collect();
     let mut attached = || {
+        if let Some((settings, board)) = otlp.take() {
+            match crate::metrics::Pusher::start(
+                settings,
+                opts.interval.unwrap_or(OTLP_INTERVAL),
+                board,
+            ) {
+                Ok(p) => pusher = Some(p),
+                Err(e) => crate::stderr_line!(
+                    "fslat: warning: --otlp: cannot start the push thread ({e}); not pushing"
+                ),
+            }
+        }
         crate::stderr_line!(
             "Tracing {} session{} ({}, {}). Ctrl-C to end.",
             labels.len(),
@@ -179,9 +184,13 @@ pub fn run_object(
                 && watched.as_mut().is_none_or(|w| !w.exited())
         },
     );
-    // The last push carries the final figures, published as the run ended.
+    // The last push carries the final figures, published as the run ended; a run that
+    // failed has none, and its error comes at once.
     if let Some(p) = pusher {
-        p.finish();
+        match &outcome {
+            Ok(_) => p.finish(),
+            Err(_) => p.abandon(),
+        }
     }
     let outcome = outcome?;
     if let Some(path) = &opts.flamegraph {

@@ -300,9 +300,11 @@ fn agent(roots: Vec<ureq::tls::Certificate<'static>>) -> ureq::Agent {
         .into()
 }
 
-/// The push thread; `finish` makes the last push and waits for it.
+/// The push thread; `finish` makes the last push and waits for it, `abandon` ends it
+/// without one.
 pub struct Pusher {
-    stop: Sender<()>,
+    /// `true`: push the final figures, then end; `false`: end now.
+    stop: Sender<bool>,
     thread: JoinHandle<()>,
 }
 
@@ -312,7 +314,7 @@ impl Pusher {
         every: Duration,
         board: Arc<Board>,
     ) -> std::io::Result<Pusher> {
-        let (stop, stopped) = channel::<()>();
+        let (stop, stopped) = channel::<bool>();
         let thread = std::thread::Builder::new()
             .name("fslat-otlp".into())
             .spawn(move || {
@@ -325,20 +327,32 @@ impl Pusher {
                 }
                 let mut last = false;
                 while !last {
-                    last = !matches!(stopped.recv_timeout(every), Err(RecvTimeoutError::Timeout));
+                    last = match stopped.recv_timeout(every) {
+                        Err(RecvTimeoutError::Timeout) => false,
+                        Ok(false) => return,
+                        Ok(true) | Err(RecvTimeoutError::Disconnected) => true,
+                    };
                     let budget = if last { FINAL_BUDGET } else { every };
                     let (result, stop_seen) =
                         push(&settings, &board.latest(), budget, Some(&stopped));
-                    if let Err(e) = result {
+                    if let Err(e) = result
+                        && stop_seen != Some(false)
+                    {
                         crate::stderr_line!("{}", warning(&settings.target, &e));
                     }
-                    // A stop during the retries: the final figures are pushed next.
-                    last |= stop_seen;
-                    if stop_seen {
-                        let (result, _) = push(&settings, &board.latest(), FINAL_BUDGET, None);
-                        if let Err(e) = result {
-                            crate::stderr_line!("{}", warning(&settings.target, &e));
+                    // A stop during the retries: the final figures are pushed next, unless
+                    // the run failed.
+                    match stop_seen {
+                        Some(false) => return,
+                        Some(true) => {
+                            last = true;
+                            let (result, _) =
+                                push(&settings, &board.latest(), FINAL_BUDGET, None);
+                            if let Err(e) = result {
+                                crate::stderr_line!("{}", warning(&settings.target, &e));
+                            }
                         }
+                        None => {}
                     }
                 }
             })?;
@@ -347,7 +361,14 @@ impl Pusher {
 
     /// Pushes the board's latest snapshot (the run's final figures) and ends the thread.
     pub fn finish(self) {
-        let _ = self.stop.send(());
+        let _ = self.stop.send(true);
+        let _ = self.thread.join();
+    }
+
+    /// Ends the thread without another push, at once (a push under way stops at its
+    /// next wait): a run that failed has no final figures to send.
+    pub fn abandon(self) {
+        let _ = self.stop.send(false);
         let _ = self.thread.join();
     }
 }
@@ -433,13 +454,14 @@ fn attempt(settings: &Settings, body: &[u8], wait: Duration) -> Attempt {
 }
 
 /// Pushes `snapshot`, retrying with exponential backoff (and some jitter) while
-/// `budget` lasts; a message on `stop` ends the waiting. Returns whether it did.
+/// `budget` lasts; a message on `stop` ends the waiting. Returns the message when one
+/// did (`Pusher::stop`'s meaning).
 pub(super) fn push(
     settings: &Settings,
     snapshot: &Snapshot,
     budget: Duration,
-    stop: Option<&Receiver<()>>,
-) -> (Result<(), PushError>, bool) {
+    stop: Option<&Receiver<bool>>,
+) -> (Result<(), PushError>, Option<bool>) {
     let body = request(snapshot).encode_to_vec();
     let end = Instant::now() + budget;
     let mut backoff = FIRST_BACKOFF;
@@ -450,8 +472,8 @@ pub(super) fn push(
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(100));
         let (why, after) = match attempt(settings, &body, left.min(ATTEMPT_TIMEOUT)) {
-            Attempt::Done => return (Ok(()), false),
-            Attempt::Fail(why) => return (Err(PushError { why, attempts }), false),
+            Attempt::Done => return (Ok(()), None),
+            Attempt::Fail(why) => return (Err(PushError { why, attempts }), None),
             Attempt::Retry(why, after) => (why, after),
         };
         // Up to a quarter more, so that many agents do not retry in step.
@@ -464,17 +486,21 @@ pub(super) fn push(
         );
         let wait = after.unwrap_or(backoff + jitter);
         if Instant::now() + wait >= end {
-            return (Err(PushError { why, attempts }), false);
+            return (Err(PushError { why, attempts }), None);
         }
         let stopped = match stop {
-            Some(rx) => !matches!(rx.recv_timeout(wait), Err(RecvTimeoutError::Timeout)),
+            Some(rx) => match rx.recv_timeout(wait) {
+                Err(RecvTimeoutError::Timeout) => None,
+                Ok(push_final) => Some(push_final),
+                Err(RecvTimeoutError::Disconnected) => Some(true),
+            },
             None => {
                 std::thread::sleep(wait);
-                false
+                None
             }
         };
-        if stopped {
-            return (Err(PushError { why, attempts }), true);
+        if stopped.is_some() {
+            return (Err(PushError { why, attempts }), stopped);
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
