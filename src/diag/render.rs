@@ -38,6 +38,7 @@ pub fn render(source: &Source, diags: &[Diagnostic], color: bool) -> String {
         let col = source.text[line_start..start].chars().count() + 1;
         let line = &source.text[line_start..line_end];
         let width = source.text[start..end.min(line_end)].chars().count().max(1);
+        let (shown, caret_col, width) = window(line, col - 1, width);
         let gutter = line_no.to_string().len();
         let pad = " ".repeat(gutter);
         let _ = writeln!(
@@ -51,12 +52,12 @@ pub fn render(source: &Source, diags: &[Diagnostic], color: bool) -> String {
         let _ = writeln!(
             out,
             "{blue}{line_no}{reset} {blue}|{reset} {}",
-            printable(line)
+            printable(&shown)
         );
         let _ = writeln!(
             out,
             "{pad} {blue}|{reset} {}{red}{}{reset}",
-            " ".repeat(col - 1),
+            " ".repeat(caret_col),
             "^".repeat(width)
         );
         for h in &d.hints {
@@ -64,6 +65,37 @@ pub fn render(source: &Source, diags: &[Diagnostic], color: bool) -> String {
         }
     }
     out
+}
+
+/// The most characters of a line shown; a longer one (a generated filter of thousands of
+/// terms, a deeply nested expression) is cut to this many around the span, with `...`
+/// where it was cut.
+const MAX_SHOWN: usize = 100;
+/// How much of a cut line comes before the span's start.
+const BEFORE_SPAN: usize = 40;
+
+/// What of `line` to show for a span at character `col` of `width` characters: the
+/// text, the caret's column in it and its width.
+fn window(line: &str, col: usize, width: usize) -> (String, usize, usize) {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= MAX_SHOWN {
+        return (line.to_string(), col, width);
+    }
+    let from = col
+        .saturating_sub(BEFORE_SPAN)
+        .min(chars.len().saturating_sub(MAX_SHOWN));
+    let to = (from + MAX_SHOWN).min(chars.len());
+    let mut shown = String::new();
+    let mut caret = col - from;
+    if from > 0 {
+        shown.push_str("...");
+        caret += 3;
+    }
+    shown.extend(&chars[from..to]);
+    if to < chars.len() {
+        shown.push_str("...");
+    }
+    (shown, caret, width.min(to.saturating_sub(col)).max(1))
 }
 
 /// Tabs and control characters would misplace the caret.
@@ -95,6 +127,59 @@ mod tests {
         assert_eq!(
             text,
             "error[F0401]: unknown name `latncy`\n --> t.fsl:1:24\n  |\n1 | session vfs_read where latncy > 1ms\n  |                        ^^^^^^\n  = hint: did you mean `latency`?\n"
+        );
+    }
+
+    #[test]
+    fn a_long_line_is_cut_to_a_window_around_the_span() {
+        let terms: Vec<String> = (0..3000).map(|i| format!("tgid == {i}")).collect();
+        let text = format!(
+            "session vfs_read where {} or latncy > 1",
+            terms.join(" or ")
+        );
+        let at = text.find("latncy").unwrap();
+        let d = Diagnostic::new(
+            at..at + 6,
+            DiagKind::UnknownName {
+                name: "latncy".into(),
+            },
+        );
+        let src = Source {
+            name: "t.fsl",
+            text: &text,
+        };
+        let shown = render(&src, &[d], false);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert!(shown.len() < 400, "{shown}");
+        assert_eq!(
+            lines[3],
+            "1 | ...= 2994 or tgid == 2995 or tgid == 2996 or tgid == 2997 or tgid == 2998 or tgid == 2999 or latncy > 1",
+            "{shown}"
+        );
+        let caret = lines[4].find('^').unwrap();
+        assert_eq!(&lines[3][caret..caret + 6], "latncy", "{shown}");
+        assert_eq!(lines[4].trim_end().len(), caret + 6, "{shown}");
+    }
+
+    #[test]
+    fn a_long_span_in_a_long_line_is_cut_with_it() {
+        let text = format!("session vfs_read where {}", "(".repeat(5000));
+        let d = Diagnostic::new(23..5023, DiagKind::Syntax { expected: vec![] });
+        let src = Source {
+            name: "t.fsl",
+            text: &text,
+        };
+        let shown = render(&src, &[d], false);
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(
+            lines[3].chars().count(),
+            "1 | ".len() + MAX_SHOWN + 3,
+            "{shown}"
+        );
+        assert!(lines[3].ends_with("(..."), "{shown}");
+        assert_eq!(
+            lines[4],
+            format!("  | {}{}", " ".repeat(23), "^".repeat(77))
         );
     }
 }
