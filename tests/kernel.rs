@@ -1540,12 +1540,18 @@ fn host_clang_wrapper(name: &str) -> Result<String, String> {
         .unwrap_or_default();
     let dir = Path::new("/tmp/host-clang");
     let path = dir.join(&base);
+    // A copy of host-clang beside the wrapper, not the clone's: an unprivileged fslat
+    // (not_root.case) must be able to run it wherever the clone lives (root's home is
+    // mode 700).
+    let shared = dir.join(".host-clang");
     let script = format!(
-        "#!/bin/sh\nexec {}/tests/kernel/host-clang {} \"$@\"\n",
-        MANIFEST_DIR,
+        "#!/bin/sh\nexec {} {} \"$@\"\n",
+        shared.display(),
         shell_quote(&base)
     );
     fs::create_dir_all(dir)
+        .and_then(|()| fs::copy(format!("{MANIFEST_DIR}/tests/kernel/host-clang"), &shared))
+        .and_then(|_| fs::set_permissions(&shared, fs::Permissions::from_mode(0o755)))
         .and_then(|()| fs::write(&path, script))
         .and_then(|()| fs::set_permissions(&path, fs::Permissions::from_mode(0o755)))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;

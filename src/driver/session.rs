@@ -23,6 +23,7 @@ pub fn compile_and_run(
     opts: &Options,
 ) -> Result<(), Error> {
     check_stack_output(&compiled.program, opts)?;
+    runtime::may_load()?;
     let object = compiler.compile(&compiled.c)?;
     run_object(&compiled.program, &object, compiled.mode, opts, &[], None)
 }

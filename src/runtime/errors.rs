@@ -18,6 +18,10 @@ pub enum RuntimeError {
     )]
     NotPrivileged,
     #[error(
+        "fslat cannot load a BPF program as this user.\n  fslat needs root (or the CAP_BPF and CAP_PERFMON capabilities): run it with sudo."
+    )]
+    NoCapabilities,
+    #[error(
         "the kernel refused to load the BPF program although fslat runs as root (EPERM).\n  This kernel forbids function tracing (lockdown, or ftrace disabled); fentry, fexit and fsession programs cannot run here.\n  Run `fslat doctor` to check the machine, or run fslat on another kernel (e.g. in a virtual machine with a distribution kernel)."
     )]
     TracingForbidden,

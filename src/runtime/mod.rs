@@ -15,6 +15,7 @@ pub mod snapshot;
 mod user;
 
 pub use errors::RuntimeError;
+pub use privileges::may_load;
 
 use crate::check::counters::{self, Shown, Source};
 use crate::check::program::{Aggregation, FieldKind, Program, Session};

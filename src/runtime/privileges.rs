@@ -21,6 +21,22 @@ const STACKS: u64 = cap::set(&[
     cap::CHECKPOINT_RESTORE,
 ]);
 
+/// Whether this thread may load a tracing program: CAP_BPF and CAP_PERFMON, or
+/// CAP_SYS_ADMIN (what kernels before 5.8 ask, and what root holds). Asked before the
+/// program is built, so that a user without them hears that first, not about clang.
+pub fn may_load() -> Result<(), super::RuntimeError> {
+    let Ok((effective, _)) = crate::sys::thread_capabilities() else {
+        // The kernel will say at load time.
+        return Ok(());
+    };
+    let both = cap::set(&[cap::BPF, cap::PERFMON]);
+    if effective & both == both || effective & cap::set(&[cap::SYS_ADMIN]) != 0 {
+        Ok(())
+    } else {
+        Err(super::RuntimeError::NoCapabilities)
+    }
+}
+
 /// Drops every capability of the calling thread but `extra` and what `program`'s run
 /// needs from now on (see the module). A failure is a warning: the run goes on with
 /// what it had.
