@@ -70,11 +70,11 @@ pub struct Args {
 
     /// Script file to run ("-" reads standard input; a file named like a subcommand:
     /// ./NAME). With -l, a GLOB of kernel function names
-    #[arg(value_name = "SCRIPT", conflicts_with = "program")]
+    #[arg(value_name = "SCRIPT")]
     pub script: Option<PathBuf>,
 
-    /// The script's arguments: `$1`, `$2`, ... in it (`fslat slow.fsl 1234 10ms`); one
-    /// that starts with `-` goes after `--`
+    /// The script's arguments: `$1`, `$2`, ... in it (`fslat slow.fsl 1234 10ms`, `fslat
+    /// -e PROGRAM 1234`); one that starts with `-` goes after `--`
     #[arg(value_name = "ARG", requires = "script")]
     pub script_args: Vec<String>,
 
@@ -413,7 +413,7 @@ impl RunArgs {
 
 /// Runs fslat with the process's arguments; returns the exit status.
 pub fn main() -> i32 {
-    let args = match Args::try_parse() {
+    let mut args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
             match usage_in_words(&e) {
@@ -425,6 +425,20 @@ pub fn main() -> i32 {
             return if e.use_stderr() { 2 } else { 0 };
         }
     };
+    // `fslat -e PROGRAM 1234`, as bpftrace takes it: the words are the program's `$1`..
+    if args.program.is_some()
+        && args.command.is_none()
+        && let Some(first) = args.script.take()
+    {
+        let first = first.to_string_lossy().into_owned();
+        if first == "-" || is_script_file(&first) {
+            crate::stderr_line!(
+                "fslat: error: give the program either with -e or as a script file, not both"
+            );
+            return 2;
+        }
+        args.script_args.insert(0, first);
+    }
     if let Some(words) = extra_words(&args) {
         crate::stderr_line!("fslat: error: {words}");
         return 2;
@@ -511,9 +525,6 @@ fn usage_in_words(e: &clap::Error) -> Option<String> {
         });
     }
     let arg = text(ContextKind::InvalidArg).unwrap_or_default();
-    if arg.starts_with("--program") && prior.contains("[SCRIPT]") {
-        return Some("give the program either with -e or as a script file, not both".into());
-    }
     if arg.starts_with("--program") && prior.starts_with("--program") {
         return Some(
             "-e takes one program; put several sessions in it (`-e 'session vfs_read; session vfs_write'`)".into(),

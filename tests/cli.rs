@@ -1075,6 +1075,29 @@ fn words_after_the_script_are_its_arguments() {
     assert!(stderr.contains("`$3` is not given"), "{stderr}");
 }
 
+/// `fslat -e PROGRAM 1234`, as bpftrace takes it: the words after -e's program are its
+/// `$1`..; a script file there is still refused.
+#[test]
+fn words_after_an_inline_program_are_its_arguments() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let btf = btf_without_fsession(dir.path());
+    let out = fslat(&[
+        "--btf",
+        &btf,
+        "--emit",
+        "c",
+        "-e",
+        "session vfs_read where tgid == $1 and comm == $2",
+        "1234",
+        "bash",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let c = text(&out.stdout);
+    for want in ["(1234ULL)", "\"bash\""] {
+        assert!(c.contains(want), "no {want} in\n{c}");
+    }
+}
+
 /// A run that fails before it traces pushes nothing to `--otlp`, and its error comes at
 /// once: here the command of `-c` cannot start (a collector that is not there would have
 /// taken the final push's retries, 4 s, and a warning about it, before the error).

@@ -64,6 +64,12 @@ impl Checker<'_> {
                     expr: Box::new(e),
                 },
             }),
+            (UnOp::Neg, Ty::Duration) => {
+                let d = Diagnostic::new(span, DiagKind::NegativeDuration).hint(
+                    "compare the other way round (`latency < 5ms`), or subtract from a duration (`latency - 5ms`)",
+                );
+                Err(self.error_with(d))
+            }
             (_, t) => Err(self.error(
                 span,
                 DiagKind::Mismatch {
@@ -312,6 +318,26 @@ impl Checker<'_> {
                 if let Some(always) = always {
                     return Err(self.error(span, DiagKind::UnsignedTautology { ty, always }));
                 }
+            }
+            // `count > 18446744073709551615`, `u8_field == 300`: past the type's largest.
+            let max = (1i128 << (8 * u32::from(s.size).min(8))) - 1;
+            let op = if var_is_left { op } else { flip(op) };
+            let always = match op {
+                BinOp::Gt if c >= max => Some(false),
+                BinOp::Le if c >= max => Some(true),
+                BinOp::Ge | BinOp::Eq if c > max => Some(false),
+                BinOp::Lt | BinOp::Ne if c > max => Some(true),
+                _ => None,
+            };
+            if let Some(always) = always {
+                return Err(self.error(
+                    span,
+                    DiagKind::PastTheLargest {
+                        ty,
+                        always,
+                        max: max as u64,
+                    },
+                ));
             }
         }
         Ok(())

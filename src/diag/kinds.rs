@@ -67,6 +67,12 @@ pub enum DiagKind {
     UnsignedVsNegative {
         ty: String,
     },
+    /// An unsigned value against a number at or past its type's largest.
+    PastTheLargest {
+        ty: String,
+        always: bool,
+        max: u64,
+    },
     UnsignedTautology {
         ty: String,
         always: bool,
@@ -248,6 +254,22 @@ pub enum DiagKind {
     FractionalDuration {
         text: String,
     },
+    /// `10 ms`.
+    SpaceInDuration {
+        text: String,
+    },
+    /// `10xs`.
+    UnknownUnit {
+        unit: String,
+    },
+    /// `"abc` to the end of its line.
+    UnterminatedString,
+    /// A NUL byte or another control character outside a string.
+    ControlCharacter {
+        code: u32,
+    },
+    /// `-5ms`.
+    NegativeDuration,
     /// A word close to the keyword the parser expected (`sesion`).
     UnknownKeyword {
         word: String,
@@ -326,6 +348,11 @@ impl DiagKind {
             NotASession { .. } => "F0110",
             AssignAsComparison => "F0111",
             SingleQuotes => "F0112",
+            SpaceInDuration { .. } => "F0120",
+            UnknownUnit { .. } => "F0121",
+            UnterminatedString => "F0122",
+            ControlCharacter { .. } => "F0123",
+            NegativeDuration => "F0124",
             ForeignProbe { .. } => "F0201",
             ForeignFilter => "F0202",
             ForeignPrintf { .. } => "F0203",
@@ -374,6 +401,7 @@ impl DiagKind {
             CgroupNameOperand { .. } => "F0522",
             EntryOfReturnValue => "F0523",
             StringTooLong { .. } => "F0524",
+            PastTheLargest { .. } => "F0530",
             NeedsName => "F0601",
             DuplicateField { .. } => "F0602",
             BadKey { .. } => "F0603",
@@ -483,6 +511,9 @@ impl DiagKind {
             }
             UnsignedVsNegative { ty } => {
                 format!("this value is unsigned (`{ty}`): it is never negative")
+            }
+            PastTheLargest { ty, always, max } => {
+                format!("this comparison is always {always}: a `{ty}` is at most {max}")
             }
             UnsignedTautology { ty, always } => {
                 format!("this comparison is always {always}: the value is unsigned (`{ty}`)")
@@ -670,6 +701,18 @@ impl DiagKind {
             FractionalDuration { text } => {
                 format!("`{text}`: a duration is a whole number of ns, us, ms or s")
             }
+            SpaceInDuration { text } => {
+                format!("`{text}`: a duration is written without a space before its unit")
+            }
+            UnknownUnit { unit } => {
+                format!("`{unit}` is not a unit of duration: write ns, us, ms or s")
+            }
+            UnterminatedString => "this string has no closing `\"` on its line".into(),
+            ControlCharacter { code: 0 } => "the script holds a NUL byte here".into(),
+            ControlCharacter { code } => {
+                format!("the script holds a control character (U+{code:04X}) here")
+            }
+            NegativeDuration => "a duration cannot be negative".into(),
             UnknownKeyword { word } => format!("`{word}` is not a keyword or action fslat knows"),
             NotASession { word } => {
                 format!("a script is made of `session FUNC` items; `{word}` does not start one")

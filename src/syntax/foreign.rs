@@ -15,6 +15,9 @@ pub fn explain(source: &str, pos: usize, expected: &[Rule]) -> Option<Diagnostic
     if let Some(d) = fractional_duration(source, pos) {
         return Some(d);
     }
+    if let Some(d) = bad_value(source, pos) {
+        return Some(d);
+    }
     let word = ident_at(rest);
     let after_word = rest[word.len()..].trim_start();
     match rest.chars().next()? {
@@ -334,6 +337,89 @@ fn fractional_duration(source: &str, pos: usize) -> Option<Diagnostic> {
     .map(|(per, u)| (ns / per, u))
     .unwrap_or((ns, "ns"));
     Some(d.hint(format!("write `{n}{unit}`")))
+}
+
+/// A value the parser cannot read, said as `-d` says it: a control character, a string
+/// left open, `10 ms`, `10xs`.
+fn bad_value(source: &str, pos: usize) -> Option<Diagnostic> {
+    const UNITS: [&str; 4] = ["ns", "us", "ms", "s"];
+    let rest = &source[pos..];
+    let c = rest.chars().next()?;
+    if c.is_control() && !c.is_whitespace() {
+        return Some(Diagnostic::new(
+            pos..pos + c.len_utf8(),
+            DiagKind::ControlCharacter { code: c.into() },
+        ));
+    }
+    if c == '"' {
+        let line_end = rest.find('\n').unwrap_or(rest.len());
+        // A `"` that no other `"` closes on its line (an escaped one does not).
+        let mut escaped = false;
+        let closed = rest[1..line_end].chars().any(|c| {
+            let end = c == '"' && !escaped;
+            escaped = c == '\\' && !escaped;
+            end
+        });
+        if !closed {
+            return Some(
+                Diagnostic::new(pos..pos + line_end, DiagKind::UnterminatedString)
+                    .hint("close it with `\"` before the end of the line; a `\"` inside a string is written `\\\"`"),
+            );
+        }
+    }
+    // `10 ms`: the parser stops at the unit.
+    let unit_here = ident_at(rest);
+    let before = source[..pos].trim_end_matches([' ', '\t']);
+    let number = before
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |i| i + 1);
+    if UNITS.contains(&unit_here)
+        && before.len() < pos
+        && !before[number..].is_empty()
+        && before[number..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'_')
+    {
+        let end = pos + unit_here.len();
+        return Some(
+            Diagnostic::new(
+                number..end,
+                DiagKind::SpaceInDuration {
+                    text: source[number..end].to_string(),
+                },
+            )
+            .hint(format!("write `{}{unit_here}`", &before[number..])),
+        );
+    }
+    // The number just before `pos` (or at it), then what follows it.
+    let start = source[..pos]
+        .char_indices()
+        .rfind(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let word_end = source[start..]
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(source.len(), |i| start + i);
+    let word = &source[start..word_end];
+    let digits = word
+        .find(|c: char| !(c.is_ascii_digit() || c == '_'))
+        .unwrap_or(word.len());
+    if digits == 0 || !word.starts_with(|c: char| c.is_ascii_digit()) || word.starts_with("0x") {
+        return None;
+    }
+    let unit = &word[digits..];
+    if unit.is_empty() || UNITS.contains(&unit) {
+        return None;
+    }
+    let d = Diagnostic::new(
+        start + digits..word_end,
+        DiagKind::UnknownUnit {
+            unit: unit.to_string(),
+        },
+    );
+    Some(match closest(unit, UNITS.iter().copied()).first() {
+        Some(u) => d.hint(format!("did you mean `{}{u}`?", &word[..digits])),
+        None => d.hint("a duration is a whole number and a unit: `10ms`, `250us`, `2s`"),
+    })
 }
 
 /// A word where a keyword belongs, close to one the parser would have taken.
