@@ -164,8 +164,9 @@ impl<W: Write> Writer for JsonWriter<W> {
     }
 }
 
-/// `{"keys":..,"count":N,"p50_ns":..,"p90_ns":..,"p99_ns":..,"p99.9_ns":..,"max_ns":..,
+/// `{"keys":..,"count":N,"p50_ns":..,"p90_ns":..,"p99_ns":..,"p999_ns":..,"max_ns":..,
 /// "negative":N}` (no `_ns` for integers); a percentile among negative values is `null`.
+/// A key has no dot (`p999`, not `p99.9`): `jq .p999_ns` works without quoting.
 fn percentile_row(keys: Map<String, Json>, p: &Pct, duration: bool) -> Json {
     let mut row = Map::new();
     row.insert("keys".into(), Json::Object(keys));
@@ -175,7 +176,7 @@ fn percentile_row(keys: Map<String, Json>, p: &Pct, duration: bool) -> Json {
             Some(Quantile::Value(v)) => json!(v),
             _ => Json::Null,
         };
-        row.insert(json_name(name, duration), v);
+        row.insert(json_name(&name.replace('.', ""), duration), v);
     }
     row.insert(
         json_name("max", duration),

@@ -153,7 +153,7 @@ def percentiles(total, pct):
     worst = 0.0
     said = []
     for name, q in QUANTILES:
-        want, got = nearest_rank(lat, q), row[f"{name}_ns"]
+        want, got = nearest_rank(lat, q), row[f"{name.replace('.', '')}_ns"]
         err = abs(got - want) / want
         worst = max(worst, err)
         said.append(f"{name}={got}/{want} ({100 * err:.2f}%)")
