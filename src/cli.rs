@@ -451,7 +451,7 @@ pub fn main() -> i32 {
         Some(Command::Run(r)) => run_bundle(r),
         Some(Command::Repl(run)) => crate::repl::run(&run.options()),
         None if args.list => list(args.script.as_deref(), &args.run),
-        None if args.cgroups => driver::list_cgroups(),
+        None if args.cgroups => driver::list_cgroups(args.run.options().format),
         None if args.script.is_none()
             && args.program.is_none()
             && args.emit.is_none()

@@ -71,15 +71,76 @@ fn declaration(ty: &str, name: &str) -> String {
     }
 }
 
+/// The kernel probe kinds of bpftrace (`kprobe:vfs_read*`): all name a kernel function,
+/// as fslat's `-l` lists them.
+const BPFTRACE_KERNEL_PROBES: [&str; 10] = [
+    "kprobe:",
+    "kretprobe:",
+    "fentry:",
+    "fexit:",
+    "kfunc:",
+    "kretfunc:",
+    "k:",
+    "kr:",
+    "f:",
+    "fr:",
+];
+
+/// `kprobe:vfs_read*` → `vfs_read*`; `None` for anything else.
+pub fn without_bpftrace_probe(glob: &str) -> Option<&str> {
+    BPFTRACE_KERNEL_PROBES
+        .iter()
+        .find_map(|p| glob.strip_prefix(p))
+        .map(|g| if g.is_empty() { "*" } else { g })
+}
+
+/// Where a system call's name leads (`read`: `vfs_read`, `ksys_read`): the functions
+/// that implement it, first among the suggestions for a name that is not a function.
+const IMPLEMENTATIONS: [&str; 5] = ["vfs_", "ksys_", "do_sys_", "__do_sys_", "do_"];
+
+fn suggestions(traceable: &Traceable, name: &str) -> Vec<String> {
+    let mut found: Vec<String> = IMPLEMENTATIONS
+        .iter()
+        .map(|p| format!("{p}{name}"))
+        .filter(|n| traceable.contains(n))
+        .collect();
+    for near in crate::diag::closest(name, traceable.names().iter().map(String::as_str)) {
+        if found.len() >= 3 {
+            break;
+        }
+        if !found.iter().any(|f| f == near) {
+            found.push(near.to_string());
+        }
+    }
+    found
+}
+
 /// Writes the traceable functions matching `glob` (all when `None`), one a line, sorted;
-/// as signatures when `signatures` is set or `glob` is one exact name.
+/// as signatures when `signatures` is set or `glob` is one exact name. With `json`, one
+/// JSON object a line: `{"function":NAME}`, with `"signature"` when it is given.
 pub fn list(
     kernel: &dyn KernelTypes,
     traceable: &Traceable,
     glob: Option<&str>,
     signatures: bool,
+    json: bool,
     out: &mut dyn Write,
 ) -> Result<(), ListError> {
+    let line = |out: &mut dyn Write, name: &str, sig: Option<String>| match (json, sig) {
+        (false, Some(sig)) => writeln!(out, "{sig}{}", warning(traceable, name)),
+        (false, None) => writeln!(out, "{name}"),
+        (true, sig) => {
+            let mut o = serde_json::Map::new();
+            o.insert("function".into(), name.into());
+            if let Some(sig) = sig {
+                o.insert("signature".into(), sig.into());
+            }
+            if let Some(note) = traceable.copies_note(name) {
+                o.insert("warning".into(), note.to_string().into());
+            }
+            writeln!(out, "{}", serde_json::Value::Object(o))
+        }
+    };
     if let Some(name) = glob.filter(|g| !is_glob(g)) {
         if !traceable.contains(name) {
             let why = kernel
@@ -92,24 +153,12 @@ pub fn list(
                 },
                 None => ListError::Unknown {
                     name: name.to_string(),
-                    suggestions: crate::diag::closest(
-                        name,
-                        traceable.names().iter().map(String::as_str),
-                    )
-                    .into_iter()
-                    .take(3)
-                    .map(str::to_string)
-                    .collect(),
+                    suggestions: suggestions(traceable, name),
                 },
             });
         }
         if let Some(sig) = kernel.function(name) {
-            writeln!(
-                out,
-                "{}{}",
-                signature(kernel, &sig),
-                warning(traceable, name)
-            )?;
+            line(out, name, Some(signature(kernel, &sig)))?;
         }
         return Ok(());
     }
@@ -121,15 +170,10 @@ pub fn list(
     {
         found += 1;
         match kernel.function(name).filter(|_| signatures) {
-            Some(sig) => writeln!(
-                out,
-                "{}{}",
-                signature(kernel, &sig),
-                warning(traceable, name)
-            )?,
+            Some(sig) => line(out, name, Some(signature(kernel, &sig)))?,
             None => {
                 noted += usize::from(traceable.copies_note(name).is_some());
-                writeln!(out, "{name}")?
+                line(out, name, None)?
             }
         }
     }
@@ -253,7 +297,7 @@ mod tests {
         ];
         for (name, reason) in cases {
             let mut out = Vec::new();
-            match list(&k, &t, Some(name), false, &mut out) {
+            match list(&k, &t, Some(name), false, false, &mut out) {
                 Err(ListError::NotTraceable { why, .. }) => assert_eq!(why, reason, "{name}"),
                 other => panic!("{name}: {other:?}"),
             }
@@ -265,11 +309,11 @@ mod tests {
         let k = Fixture::new();
         let t = traceable(&k);
         let mut out = Vec::new();
-        list(&k, &t, Some("vfs_read"), false, &mut out).expect("vfs_read is listed");
+        list(&k, &t, Some("vfs_read"), false, false, &mut out).expect("vfs_read is listed");
         let text = String::from_utf8_lossy(&out);
         assert!(text.starts_with("ssize_t vfs_read("), "{text}");
         out.clear();
-        list(&k, &t, Some("vfs_*"), false, &mut out).expect("vfs_* matches");
+        list(&k, &t, Some("vfs_*"), false, false, &mut out).expect("vfs_* matches");
         let text = String::from_utf8_lossy(&out);
         assert!(text.lines().any(|l| l == "vfs_read"), "{text}");
         assert!(text.lines().all(|l| l.starts_with("vfs_")), "{text}");
@@ -280,7 +324,7 @@ mod tests {
         let k = Fixture::new();
         let t = traceable(&k);
         let mut out = Vec::new();
-        let e = list(&k, &t, Some("vfs_raed"), false, &mut out);
+        let e = list(&k, &t, Some("vfs_raed"), false, false, &mut out);
         match e {
             Err(ListError::Unknown { suggestions, .. }) => {
                 assert!(
@@ -291,7 +335,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(
-            list(&k, &t, Some("zz*"), false, &mut out),
+            list(&k, &t, Some("zz*"), false, false, &mut out),
             Err(ListError::NoMatch(_))
         ));
     }
@@ -302,7 +346,7 @@ mod tests {
         let table = "ffffffff81000000 T vfs_read\nffffffff81000100 t vfs_write.isra.0\n";
         let t = traceable(&k).with_copies(Copies::parse(table));
         let mut out = Vec::new();
-        list(&k, &t, Some("vfs_write"), false, &mut out).expect("vfs_write is listed");
+        list(&k, &t, Some("vfs_write"), false, false, &mut out).expect("vfs_write is listed");
         let text = String::from_utf8_lossy(&out);
         assert!(
             text.trim_end().ends_with(
@@ -311,7 +355,7 @@ mod tests {
             "{text}"
         );
         out.clear();
-        list(&k, &t, Some("vfs_read"), false, &mut out).expect("vfs_read is listed");
+        list(&k, &t, Some("vfs_read"), false, false, &mut out).expect("vfs_read is listed");
         let text = String::from_utf8_lossy(&out);
         assert!(!text.contains("warning"), "{text}");
     }

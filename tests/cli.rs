@@ -505,6 +505,55 @@ fn scripted_repl_without_errors_exits_0() {
     assert!(text(&out.stdout).contains(":run [DUR]"), "{out:?}");
 }
 
+/// bpftrace's spellings of a kernel probe list kernel functions; `-f json` lists one
+/// object a line; a system call's name suggests its implementations first.
+#[test]
+fn list_takes_bpftrace_probes_json_and_leads_a_syscall_to_its_functions() {
+    for glob in ["kprobe:vfs_rea*", "fentry:vfs_rea*", "kfunc:vfs_rea*"] {
+        let out = fslat(&["-l", glob]);
+        assert!(out.status.success(), "{glob}: {out:?}");
+        assert!(
+            text(&out.stdout).lines().any(|l| l == "vfs_read"),
+            "{out:?}"
+        );
+    }
+    let out = fslat(&["-l", "vfs_rea*", "-f", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.lines().any(|l| l == r#"{"function":"vfs_read"}"#),
+        "{stdout}"
+    );
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        assert!(v["function"].is_string(), "{line}");
+    }
+    let out = fslat(&["-l", "read"]);
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("did you mean one of vfs_read, ksys_read"),
+        "{stderr}"
+    );
+}
+
+/// `--cgroups -f json`: one object a line; with nothing to show, it says so.
+#[test]
+fn cgroups_list_in_json_or_says_why_it_is_empty() {
+    let out = fslat(&["--cgroups", "-f", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        assert!(v["path"].is_string(), "{line}");
+    }
+    if stdout.is_empty() {
+        assert!(
+            text(&out.stderr).contains("has a systemd unit, container or pod"),
+            "{out:?}"
+        );
+    }
+}
+
 /// A private tmux server with one pane running fslat's REPL.
 struct Tmux {
     socket: String,

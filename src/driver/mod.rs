@@ -380,6 +380,7 @@ fn check_again(
 
 /// `fslat -l [GLOB]`: the traceable functions matching GLOB, or one function's signature.
 pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
+    let glob = glob.map(|g| crate::listing::without_bpftrace_probe(g).unwrap_or(g));
     if let Some(spec) = glob.filter(|g| g.contains(':')) {
         let lookup = crate::elf::Lookup {
             pid: opts.pid,
@@ -392,12 +393,38 @@ pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
     let kernel = load_kernel_types(opts.btf.as_ref())?;
     let functions = traceable(&kernel, opts);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    list_functions(&kernel, &functions, glob, opts.verbose, &mut out)
+    let json = opts.format == Format::Json;
+    crate::listing::list(&kernel, &functions, glob, opts.verbose, json, &mut out)?;
+    Ok(())
 }
 
 /// `fslat --cgroups` and the REPL's `:cgroups`: path, unit, container and pod, tab-separated (`-` for none).
-pub fn list_cgroups() -> Result<(), Error> {
+pub fn list_cgroups(format: Format) -> Result<(), Error> {
     let rows = crate::cgroups::named().map_err(|e| Error::Cgroups(e.to_string()))?;
+    if rows.is_empty() {
+        // Never an empty answer: say what was looked at.
+        crate::stderr_line!(
+            "fslat: no cgroup under {} has a systemd unit, container or pod in its path; --cgroup PATH and cgroup_path take any cgroup's path",
+            crate::cgroups::mount().map_or("the cgroup v2 hierarchy".into(), |m| m
+                .display()
+                .to_string())
+        );
+    }
+    if format == Format::Json {
+        let mut out = String::new();
+        for (path, [unit, container, pod]) in rows {
+            let or_null = |s: String| if s.is_empty() { None } else { Some(s) };
+            let row = serde_json::json!({
+                "path": path,
+                "unit": or_null(unit),
+                "container": or_null(container),
+                "pod": or_null(pod),
+            });
+            out.push_str(&row.to_string());
+            out.push('\n');
+        }
+        return write_output(None, out.as_bytes());
+    }
     let mut out = String::new();
     for (path, names) in rows {
         out.push_str(&path);
@@ -418,7 +445,7 @@ pub fn list_functions(
     signatures: bool,
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    crate::listing::list(kernel, functions, glob, signatures, out)?;
+    crate::listing::list(kernel, functions, glob, signatures, false, out)?;
     Ok(())
 }
 
