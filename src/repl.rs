@@ -15,13 +15,15 @@ use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
-use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::validate::Validator;
 use rustyline::{CompletionType, Config, Context, Editor, Helper};
 use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::rc::Rc;
 
 const PROMPT: &str = "fslat> ";
+/// The prompt of an entry's next line while a brace or parenthesis is open.
+const MORE: &str = "  ...> ";
 const KEYWORDS: &[&str] = &[
     "session", "where", "emit", "as", "by", "and", "or", "not", "true", "false",
 ];
@@ -45,8 +47,8 @@ const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     (
         ":mode",
-        " [auto|fsession|fentry]",
-        "show or set how sessions attach",
+        " [MODE]",
+        "show or set how sessions attach (Tab lists the modes)",
     ),
     (":clear", "", "forget the current script"),
     (":quit", "", "leave (also Ctrl-D)"),
@@ -119,7 +121,10 @@ impl Repl {
         if text.is_empty() || only_comments(text) {
             return Flow::Continue;
         }
-        let result = match text.strip_prefix(':') {
+        // `exit`, `quit`, `help`, `clear`: what a shell or another REPL takes; never a
+        // script, so they are the commands of those names.
+        let bare = matches!(text, "exit" | "quit" | "help" | "clear").then_some(text);
+        let result = match text.strip_prefix(':').or(bare) {
             Some(command) => match self.command(command) {
                 Ok(Flow::Quit) => return Flow::Quit,
                 other => other.map(|_| ()),
@@ -167,7 +172,7 @@ impl Repl {
             "c" => self.show_c()?,
             "run" => self.run(arg)?,
             "list" => self.list(arg)?,
-            "cgroups" => driver::list_cgroups()?,
+            "cgroups" => driver::list_cgroups(driver::Format::Text)?,
             "mode" => self.mode(arg)?,
             "clear" => {
                 self.script = None;
@@ -259,7 +264,7 @@ impl Repl {
         if !arg.is_empty() {
             let wanted = ModeChoice::from_str(arg, true).map_err(|_| ReplError::Argument {
                 command: ":mode",
-                why: format!("`{arg}` is not a mode: use auto, fsession, fsession-multi or fentry"),
+                why: format!("`{arg}` is not a mode: use {}", mode_words().join(", ")),
             })?;
             driver::resolve_mode(wanted, self.kernel.as_ref())?;
             self.opts.mode = wanted;
@@ -268,6 +273,15 @@ impl Repl {
         crate::stderr_line!("Mode {} ({}).", self.opts.mode.word(), mode.name());
         Ok(())
     }
+}
+
+/// Every `--mode` word, as clap spells them.
+fn mode_words() -> Vec<String> {
+    ModeChoice::value_variants()
+        .iter()
+        .filter_map(|m| m.to_possible_value())
+        .map(|v| v.get_name().to_string())
+        .collect()
 }
 
 fn print_help() -> Result<(), Error> {
@@ -318,7 +332,7 @@ fn interactive(repl: &mut Repl, assist: Assist) -> Result<(), Error> {
     signals::install();
     signals::restore_sigterm();
     loop {
-        match editor.readline(PROMPT) {
+        match read_entry(&mut editor) {
             Ok(entry) => {
                 if !entry.trim().is_empty() {
                     let _ = editor.add_history_entry(entry.as_str());
@@ -344,6 +358,20 @@ fn interactive(repl: &mut Repl, assist: Assist) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// One entry: a line, and more lines (prompted with `MORE`) while a brace or parenthesis
+/// is open. Ctrl-C drops the entry being typed.
+fn read_entry(
+    editor: &mut Editor<Assist, rustyline::history::DefaultHistory>,
+) -> rustyline::Result<String> {
+    let mut entry = editor.readline(PROMPT)?;
+    while !entry.trim_start().starts_with(':') && !is_complete(&entry) {
+        let line = editor.readline(MORE)?;
+        entry.push('\n');
+        entry.push_str(&line);
+    }
+    Ok(entry)
 }
 
 /// Entries from a pipe or a file: the same entries and commands, no prompt, no history.
@@ -456,10 +484,10 @@ fn complete(kernel: &dyn KernelTypes, functions: &Traceable, before: &str) -> (u
                 (colon, names)
             }
             Some(("list", _)) => (start, functions.starting_with(word).to_vec()),
-            Some(("mode", _)) => (
-                start,
-                starting(word, ["auto", "fsession", "fentry"].into_iter()),
-            ),
+            Some(("mode", _)) => {
+                let modes = mode_words();
+                (start, starting(word, modes.iter().map(String::as_str)))
+            }
             Some(_) => (start, Vec::new()),
         };
     }
@@ -468,15 +496,19 @@ fn complete(kernel: &dyn KernelTypes, functions: &Traceable, before: &str) -> (u
     if tokens.last() == Some(&"session") {
         return (start, functions.starting_with(word).to_vec());
     }
-    if before[..start].trim_end().ends_with("->") || before[..start].ends_with('.') {
-        return (start, Vec::new());
-    }
     // The function of the session being written: the last `session FUNC` before the cursor.
-    let params: Vec<String> = tokens
+    let function = tokens
         .windows(2)
         .rev()
         .find(|w| w[0] == "session")
-        .and_then(|w| kernel.function(w[1]))
+        .and_then(|w| kernel.function(w[1]));
+    if before[..start].trim_end().ends_with("->") || before[..start].ends_with('.') {
+        let fields = function
+            .and_then(|f| member_of(kernel, &f, &before[..start]))
+            .unwrap_or_default();
+        return (start, starting(word, fields.iter().map(String::as_str)));
+    }
+    let params: Vec<String> = function
         .map(|sig| {
             let named = sig.params.iter().map(|p| p.name.clone());
             let positional = (0..sig.params.len()).map(|i| format!("arg{i}"));
@@ -492,6 +524,51 @@ fn complete(kernel: &dyn KernelTypes, functions: &Traceable, before: &str) -> (u
         names.push(name);
     }
     (start, starting(word, names.into_iter()))
+}
+
+/// The fields that may follow `text`, which ends with `->` or `.` after a chain from a
+/// parameter of `f` (`file->f_path.`): those of the struct the chain reaches.
+fn member_of(kernel: &dyn KernelTypes, f: &driver::FuncSig, text: &str) -> Option<Vec<String>> {
+    use driver::KType;
+    // The chain, read backwards: NAME (-> or .) NAME ... up to something else.
+    let mut names = Vec::new();
+    let mut rest = text;
+    loop {
+        rest = rest
+            .strip_suffix("->")
+            .or_else(|| rest.strip_suffix('.'))?
+            .trim_end();
+        let len: usize = rest
+            .chars()
+            .rev()
+            .take_while(|&c| is_ident(c))
+            .map(char::len_utf8)
+            .sum();
+        if len == 0 {
+            return None;
+        }
+        names.push(&rest[rest.len() - len..]);
+        rest = rest[..rest.len() - len].trim_end();
+        if !(rest.ends_with("->") || rest.ends_with('.')) {
+            break;
+        }
+    }
+    names.reverse();
+    let (base, path) = names.split_first()?;
+    let param = f.params.iter().enumerate().find(|(i, p)| {
+        p.name == *base || base.strip_prefix("arg") == Some(i.to_string().as_str())
+    })?;
+    let strip = |mut ty| {
+        while let KType::Ptr { pointee, .. } = kernel.resolve(ty) {
+            ty = pointee;
+        }
+        ty
+    };
+    let mut ty = strip(param.1.ty);
+    for name in path {
+        ty = strip(kernel.field(ty, name)?.ty);
+    }
+    matches!(kernel.resolve(ty), KType::Struct { .. }).then(|| kernel.field_names(ty))
 }
 
 /// The identifiers (and keywords) in `text`, in order.
@@ -529,15 +606,8 @@ impl Completer for Assist {
     }
 }
 
-impl Validator for Assist {
-    fn validate(&self, ctx: &mut ValidationContext) -> rustyline::Result<ValidationResult> {
-        Ok(if is_complete(ctx.input()) {
-            ValidationResult::Valid(None)
-        } else {
-            ValidationResult::Incomplete
-        })
-    }
-}
+/// An entry's lines are read one at a time (`read_entry`), each with its prompt.
+impl Validator for Assist {}
 
 impl Hinter for Assist {
     type Hint = String;
@@ -602,7 +672,23 @@ mod tests {
         assert_eq!((start, got), (0, vec![":run".to_string()]));
         let (_, got) = names(":mode fe");
         assert_eq!(got, ["fentry"]);
+        let (_, got) = names(":mode ");
+        assert_eq!(got.len(), ModeChoice::value_variants().len(), "{got:?}");
+        assert!(got.contains(&"kprobe-session".to_string()), "{got:?}");
         let (_, got) = names(":list vfs_w");
         assert_eq!(got, ["vfs_write"]);
+    }
+
+    #[test]
+    fn completes_struct_fields_after_an_arrow_or_a_dot() {
+        let (start, got) = names("session vfs_read where file->f_p");
+        assert_eq!(start, "session vfs_read where file->".len());
+        assert_eq!(got, ["f_path", "f_pos"]);
+        let (_, got) = names("session vfs_read { emit file->f_inode->i_");
+        assert_eq!(got, ["i_ino", "i_mode", "i_size"]);
+        let (_, got) = names("session vfs_read { emit arg0->f_path.");
+        assert!(got.contains(&"dentry".to_string()), "{got:?}");
+        let (_, got) = names("session vfs_read { emit count->");
+        assert!(got.is_empty(), "{got:?}");
     }
 }

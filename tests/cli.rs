@@ -505,6 +505,23 @@ fn scripted_repl_without_errors_exits_0() {
     assert!(text(&out.stdout).contains(":run [DUR]"), "{out:?}");
 }
 
+/// `exit`, `quit`, `help` and `clear` typed without the colon are the commands, not a
+/// kernel function to write a session for.
+#[test]
+fn scripted_repl_takes_exit_quit_help_and_clear_as_commands() {
+    for word in ["exit", "quit"] {
+        let input = format!("session vfs_read\nclear\n:c\nhelp\n{word}\n:help\n");
+        let out = fslat_with_stdin(&["repl"], Some(&input));
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        // `:c` after `clear` fails: no script; that is the one failure.
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("The script is empty."), "{stderr}");
+        assert!(!stderr.contains("write `session"), "{stderr}");
+        // `help` printed the list once; `:help` after `exit`/`quit` never ran.
+        assert_eq!(stdout.matches(":run [DUR]").count(), 1, "{stdout}");
+    }
+}
+
 /// bpftrace's spellings of a kernel probe list kernel functions; `-f json` lists one
 /// object a line; a system call's name suggests its implementations first.
 #[test]

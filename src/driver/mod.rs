@@ -18,7 +18,7 @@ pub use session::{compile_and_run, run_object};
 // The front ends (`cli`, `repl`) import nothing but the driver (`src/layers.rs` holds
 // them to it): what they name of the layers below is here.
 pub use crate::aggregate::{help as aggregation_help, names as aggregation_names};
-pub use crate::btf::{Btf, KernelTypes};
+pub use crate::btf::{Btf, FuncSig, KType, KernelTypes};
 pub use crate::build::Compiler;
 pub use crate::bundle::BundleError;
 pub use crate::cgroups::{Cgroup, lookup as lookup_cgroup};
