@@ -418,6 +418,11 @@ pub fn main() -> i32 {
         Err(e) => {
             match usage_in_words(&e) {
                 Some(words) => crate::stderr_line!("fslat: error: {words}"),
+                // clap's own errors, with fslat's prefix as every other error has.
+                None if e.use_stderr() => {
+                    let text = e.render().to_string();
+                    crate::stderr_text!("fslat: {text}");
+                }
                 None => {
                     let _ = e.print();
                 }

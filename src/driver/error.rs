@@ -220,6 +220,9 @@ pub fn exit_status(e: &Error) -> i32 {
     match e {
         Error::Interrupted => 130,
         Error::CommandFailed { status, .. } => *status,
+        // A mistake in the command line, as clap's are: an option's value, or a file an
+        // option names, that cannot be used (`--otlp-ca` as `--web-config`).
+        Error::OtlpSettings(_) => 2,
         e if broken_pipe(e) => 141,
         _ => 1,
     }
