@@ -1328,6 +1328,34 @@ fn the_agent_unit_is_hardened_to_an_exposure_of_4_or_less() {
     assert!(level <= 4.0, "exposure {level}:\n{report}");
 }
 
+/// The package ships the agent's script (/etc/fslat/agent.fsl): without it, enabling the
+/// unit restart-looped every 5 s. It checks; the unit listens on localhost by default.
+#[test]
+fn the_agent_ships_a_script_that_checks_and_listens_on_localhost() {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let manifest = std::fs::read_to_string(format!("{dir}/Cargo.toml")).expect("Cargo.toml");
+    assert!(
+        manifest.contains(r#"["dist/agent.fsl", "etc/fslat/agent.fsl", "644"]"#),
+        "the package does not install dist/agent.fsl"
+    );
+    let unit =
+        std::fs::read_to_string(format!("{dir}/dist/fslat-agent.service")).expect("the unit file");
+    let exec = unit
+        .lines()
+        .find(|l| l.starts_with("ExecStart="))
+        .expect("ExecStart");
+    assert!(exec.contains("--listen 127.0.0.1:9435 "), "{exec}");
+    assert!(exec.ends_with(" /etc/fslat/agent.fsl"), "{exec}");
+    let out = fslat(&[
+        "--emit",
+        "c",
+        "-o",
+        "/dev/null",
+        &format!("{dir}/dist/agent.fsl"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
 /// `-f folded` and `--flamegraph` show stack counts only: a program without one is refused before anything
 /// is built or loaded (so on this host too), saying what to add.
 #[test]
