@@ -1165,6 +1165,26 @@ fn words_after_an_inline_program_are_its_arguments() {
     }
 }
 
+/// A user without the capabilities to load hears that first: not about clang, which is
+/// not even looked for (here it names none), nor about the kernel's types. Needs root
+/// to become that user (`setpriv`), as the suite runs.
+#[test]
+fn without_privileges_the_run_says_so_before_looking_for_clang() {
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", FSLAT])
+        .args(["-e", "session vfs_read { count() }"])
+        .env("FSLAT_CLANG", "/nonexistent/clang")
+        .output()
+        .expect("run setpriv (util-linux)");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("needs root (or the CAP_BPF and CAP_PERFMON capabilities): run it with sudo"),
+        "{err}"
+    );
+    assert!(!err.contains("clang"), "{err}");
+}
+
 /// A run that fails before it traces pushes nothing to `--otlp`, and its error comes at
 /// once: here the command of `-c` cannot start (a collector that is not there would have
 /// taken the final push's retries, 4 s, and a warning about it, before the error).

@@ -269,6 +269,10 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
     if let (None, Some(pid)) = (emit, opts.pid) {
         target::check_process(pid)?;
     }
+    // A user who cannot load hears that first, not about clang or a kernel's types.
+    if emit.is_none() {
+        crate::runtime::may_load()?;
+    }
     // A script run before on this kernel by this fslat starts from its cached checked
     // program and object: no BTF to parse, nothing to check or compile.
     let warm = (emit.is_none() && !opts.no_cache)
