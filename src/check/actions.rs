@@ -83,11 +83,13 @@ impl Checker<'_> {
                 };
                 fields.push(("ret".into(), 0..0, ret));
             }
-            fields.push((
-                "latency".into(),
-                0..0,
-                builtin(Builtin::Latency, Ty::Duration),
-            ));
+            if !self.at_point {
+                fields.push((
+                    "latency".into(),
+                    0..0,
+                    builtin(Builtin::Latency, Ty::Duration),
+                ));
+            }
         } else {
             let mut failed = false;
             for item in items {

@@ -209,6 +209,9 @@ impl Checker<'_> {
         if let Some(r) = self.entry_in_span(e.span.clone()) {
             return Err(r);
         }
+        if self.at_point {
+            return Err(self.error(e.span.clone(), DiagKind::EntryAtPoint));
+        }
         let v = self.expr(scope, e)?;
         if v.at_return() {
             let d = Diagnostic::new(e.span.clone(), DiagKind::EntryOfReturnValue)

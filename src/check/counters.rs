@@ -45,7 +45,7 @@ pub enum Shown {
     Several,
     /// Where the kernel counts it; the text and JSON summaries leave out 0.
     WhereCounted,
-    /// Sessions, not spans (a span's points are entries: no return, no `ret`).
+    /// Sessions, not spans or `on` points (a point is an entry: no return, no `ret`).
     Sessions,
     /// Spans only: their ledger.
     Spans,

@@ -87,6 +87,10 @@ pub fn list_label(s: &ast::Session) -> String {
         };
         return format!("{}->{}", point(&ends.start), point(&ends.end));
     }
+    if let Some(on) = &s.on {
+        let tp = if on.tracepoint { "tp:" } else { "" };
+        return format!("{tp}{}", on.name.name);
+    }
     let list = s
         .funcs
         .iter()

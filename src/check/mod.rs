@@ -17,6 +17,7 @@ mod functions;
 mod lhist;
 mod members;
 mod names;
+mod on;
 mod operators;
 mod phases;
 mod positional;
@@ -78,6 +79,7 @@ pub fn check_with(
         user: None,
         span_start: None,
         in_span: false,
+        at_point: false,
         args: BTreeMap::new(),
         fixing: None,
         lets: Vec::new(),
@@ -163,6 +165,8 @@ struct Checker<'k> {
     span_start: Option<spans::Start>,
     /// While a span is checked: its points are entries, without `ret`.
     in_span: bool,
+    /// While an `on` item is checked: names of a call's return are refused.
+    at_point: bool,
     /// The run-time arguments used so far (`Options::runtime_args`), by number.
     args: BTreeMap<usize, ScriptArg>,
     /// While an expression whose value is compiled in is checked: what needs it (its
@@ -215,6 +219,9 @@ impl<'k> Checker<'k> {
         self.user = None;
         if s.ends.is_some() {
             return self.span_session(index, label, s);
+        }
+        if s.on.is_some() {
+            return self.on_session(index, label, s);
         }
         if s.file.is_some() {
             self.user = Some(self.open_user_file(s)?);
@@ -304,6 +311,7 @@ impl<'k> Checker<'k> {
             skipped,
             user: None,
             span: None,
+            on: None,
         })
     }
 

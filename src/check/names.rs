@@ -57,6 +57,9 @@ impl Checker<'_> {
             return Ok(value.clone());
         }
         if let Some(def) = builtins::by_name(name) {
+            if self.at_point && def.at_return && !matches!(def.ty, BuiltinTy::Stack(_)) {
+                return Err(self.at_point_only(name, span));
+            }
             let ty = match def.ty {
                 BuiltinTy::Comm => Ty::Str { cap: COMM_CAP },
                 BuiltinTy::FuncName => Ty::Str {
@@ -212,6 +215,9 @@ impl Checker<'_> {
     }
 
     pub(super) fn ret(&mut self, scope: &Scope, span: Span) -> Checked<Expr> {
+        if self.at_point {
+            return Err(self.at_point_only("ret", span));
+        }
         if self.in_span {
             return Err(self.error(span, DiagKind::RetInSpan));
         }

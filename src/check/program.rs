@@ -139,6 +139,11 @@ pub struct Session {
     /// `entry_filter` END's `where` before the start is taken, its `entry_values` the
     /// `start.NAME` values; `params` holds END's parameters, then START's.
     pub span: Option<SpanPoints>,
+    /// `on POINT`: one program at the point (a kernel function's entry or a BTF
+    /// tracepoint), no latency: the session's one target is the point, every name is
+    /// read there (`entry_filter` is its `where`; there is no return phase of its own).
+    #[serde(default)]
+    pub on: Option<SpanPoint>,
 }
 
 /// Whether a value can be saved at entry (`entry()`, `start.NAME`) for later: scalars,
@@ -176,7 +181,7 @@ pub struct SpanPoints {
     pub start_filter: Option<Expr>,
 }
 
-/// A kernel function's entry or a BTF tracepoint.
+/// A kernel function's entry or a BTF tracepoint (a span's end, an `on` point).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpanPoint {
     pub name: String,

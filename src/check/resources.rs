@@ -100,6 +100,7 @@ impl Mode {
     pub fn shares_body(self, s: &Session) -> bool {
         s.several
             && s.span.is_none()
+            && s.on.is_none()
             && s.user.is_none()
             && matches!(
                 self.of_session(s),
@@ -113,9 +114,10 @@ impl Mode {
     pub fn of_program(self, program: &Program) -> String {
         let mut names: Vec<&str> = Vec::new();
         for s in &program.sessions {
-            let n = match s.span {
-                Some(_) => "span",
-                None => self.of_session(s).name(),
+            let n = match (&s.span, &s.on) {
+                (Some(_), _) => "span",
+                (_, Some(_)) => "on",
+                _ => self.of_session(s).name(),
             };
             if !names.contains(&n) {
                 names.push(n);
@@ -137,6 +139,11 @@ impl Mode {
         if s.span.is_some() {
             // Its two ends are entry programs (fentry or tp_btf), each attached alone.
             return Mode::Fentry;
+        }
+        if s.on.is_some() {
+            // One program at the point (fentry or tp_btf), shaped as fexit mode's one
+            // program: a filter, then the actions.
+            return Mode::Fexit;
         }
         let multi = self == Mode::FsessionMulti && s.several;
         match self {

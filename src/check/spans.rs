@@ -137,24 +137,31 @@ impl Checker<'_> {
                 end_key,
                 start_filter,
             }),
+            on: None,
         })
     }
 
     /// START's or END's function or tracepoint, by exact name.
     fn span_point(&mut self, p: &ast::SpanPoint) -> Option<FuncSig> {
-        if !p.tracepoint {
-            return self.exact_function(&p.name).map(|mut f| {
+        self.point(&p.name, p.tracepoint)
+    }
+
+    /// A kernel function's entry (by exact name) or a BTF tracepoint: a span's end or an
+    /// `on` point.
+    pub(super) fn point(&mut self, name: &ast::Ident, tracepoint: bool) -> Option<FuncSig> {
+        if !tracepoint {
+            return self.exact_function(name).map(|mut f| {
                 // A span point is the function's entry: it has no `ret`.
                 f.ret = 0;
                 f
             });
         }
-        let found = self.types().tracepoint(&p.name.name);
+        let found = self.types().tracepoint(&name.name);
         if found.is_none() {
             let d = Diagnostic::new(
-                p.name.span.clone(),
+                name.span.clone(),
                 DiagKind::UnknownTracepoint {
-                    name: p.name.name.clone(),
+                    name: name.name.clone(),
                 },
             )
             .hint("`ls /sys/kernel/tracing/events/*/` names the kernel's tracepoints; BTF ones have a `btf_trace_NAME` type");

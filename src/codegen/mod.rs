@@ -80,6 +80,7 @@ const TEMPLATE_TEXTS: &[(&str, &str)] = &[
         include_str!("../../templates/count_unpaired.bpf.c.hbs"),
     ),
     ("span", include_str!("../../templates/span.bpf.c.hbs")),
+    ("on", include_str!("../../templates/on.bpf.c.hbs")),
 ];
 
 /// The templates compiled so far. Compiling one is costly (handlebars' pest grammar, and
@@ -104,6 +105,8 @@ fn render(data: &ProgramData) -> String {
     for s in &data.sessions {
         wanted.push(if s.span.is_some() {
             "span"
+        } else if s.on {
+            "on"
         } else if s.exit_only {
             "fexit"
         } else if s.shape.pair.is_some() {
@@ -132,9 +135,10 @@ fn render(data: &ProgramData) -> String {
 }
 
 /// The partials `program` picks by the data (`render`), not by its text alone.
-const SHAPES: [&str; 6] = [
+const SHAPES: [&str; 7] = [
     "aggregation_map",
     "span",
+    "on",
     "fexit",
     "fentry",
     "fsession_multi",
@@ -350,6 +354,8 @@ struct SessionData {
     shape: ProgShape,
     /// A span's START program and END's key (its session's `entry_*` are END's filter).
     span: Option<SpanData>,
+    /// An `on` point's one program (its section is `shape.section`).
+    on: bool,
     /// The return phase reads the clock (a span's END reads it in the template).
     reads_now: bool,
 }
@@ -636,6 +642,7 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
             .iter()
             .flat_map(|s| match mode.of_session(s) {
                 _ if s.span.is_some() => vec![span_data(s)],
+                _ if s.on.is_some() => vec![on_data(s)],
                 m if mode.shares_body(s) => vec![multi_session_data(s, m, true)],
                 m @ (Mode::FsessionMulti
                 | Mode::FexitMulti
@@ -966,6 +973,7 @@ fn phases_data(
         scratch_over,
         shape,
         span: None,
+        on: false,
         reads_now: ret.reads_now(),
     }
 }
@@ -1029,6 +1037,17 @@ fn span_data(s: &Session) -> SessionData {
         end_lines: end.take_lines(),
         end_key,
     });
+    data
+}
+
+/// An `on` point: fexit mode's one program (the filter, then the actions), attached at
+/// the point instead of a return; `ts` is the point's time.
+fn on_data(s: &Session) -> SessionData {
+    let point = s.on.as_ref().expect("on_data is called for `on` points");
+    let mut data = phases_data(s, &s.targets[0], 0, Mode::Fexit, |_| None, None);
+    data.shape.section = point.section();
+    data.entry_time_early = s.needs_entry();
+    data.on = true;
     data
 }
 

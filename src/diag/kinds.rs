@@ -328,6 +328,11 @@ pub enum DiagKind {
     },
     EntryInSpan,
     RetInSpan,
+    /// A name only a call's return has (`latency`, `ret`, `oncpu`...) at an `on` point.
+    AtPointOnly {
+        name: String,
+    },
+    EntryAtPoint,
 }
 
 impl DiagKind {
@@ -440,6 +445,8 @@ impl DiagKind {
             BlocksTooDeep { .. } => "F1109",
             UserLineValue => "F1110",
             UserLineAction => "F1111",
+            AtPointOnly { .. } => "F0820",
+            EntryAtPoint => "F0821",
         }
     }
 
@@ -493,6 +500,10 @@ impl DiagKind {
             ),
             EntryInSpan => "`entry()` is for sessions; in a span, write `start.NAME`".into(),
             RetInSpan => "a span's points are a function's entry or a tracepoint: there is no `ret`".into(),
+            AtPointOnly { name } => format!(
+                "`{name}` belongs to a call, from its entry to its return: an `on` point has none"
+            ),
+            EntryAtPoint => "`entry()` is for sessions: `on` is one point, its values are all at hand".into(),
             UnknownCall { name } => format!("unknown function `{name}()`"),
             RetOfVoid { func } => format!("`{func}` returns void: there is no `ret`"),
             ArgOutOfRange { name, count } => {

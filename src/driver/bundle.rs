@@ -399,12 +399,13 @@ fn absent_functions(
 fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Error> {
     for s in program.sessions.iter().filter(|s| !s.several) {
         // A span's target is its END, which may be a tracepoint.
-        let names: Vec<(&str, bool)> = match &s.span {
-            Some(span) => vec![
+        let names: Vec<(&str, bool)> = match (&s.span, &s.on) {
+            (Some(span), _) => vec![
                 (&span.start.name, span.start.tracepoint),
                 (&span.end.name, span.end.tracepoint),
             ],
-            None => s.targets.iter().map(|t| (t.func.as_str(), false)).collect(),
+            (_, Some(on)) => vec![(&on.name, on.tracepoint)],
+            _ => s.targets.iter().map(|t| (t.func.as_str(), false)).collect(),
         };
         for (name, tracepoint) in names {
             let found = match tracepoint {

@@ -733,16 +733,18 @@ fn summaries(
             .unwrap_or_default();
         let mut summary = Summary {
             label: s.label.clone(),
-            mode: match s.span {
-                Some(_) => "span",
-                None => settings.mode.of_session(s).name(),
+            mode: match (&s.span, &s.on) {
+                (Some(_), _) => "span",
+                (_, Some(p)) if p.tracepoint => "tp_btf",
+                (_, Some(_)) => "fentry",
+                _ => settings.mode.of_session(s).name(),
             },
             ..Summary::default()
         };
         for c in &counters::ALL {
             let has = match c.shown {
                 Shown::Always | Shown::WhereCounted => true,
-                Shown::Sessions => s.span.is_none(),
+                Shown::Sessions => s.span.is_none() && s.on.is_none(),
                 Shown::Spans => s.span.is_some(),
                 Shown::WithAggregations => !s.aggregations.is_empty(),
                 Shown::WithStacks => s.uses_stacks(),

@@ -27,6 +27,16 @@ pub struct Session {
     /// `span START(KEY) -> END(KEY)`: the session is a span; `func` is END's name and
     /// `predicate` END's `where`.
     pub ends: Option<SpanEnds>,
+    /// `on POINT`: the session is one point's event; `func` is the point's name.
+    pub on: Option<OnPoint>,
+}
+
+/// The point of `on POINT [where C] { actions }`: a kernel function's entry or a BTF
+/// tracepoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnPoint {
+    pub name: Ident,
+    pub tracepoint: bool,
 }
 
 /// The two points of a span (`span START(KEY) [where C1] -> END(KEY) [where C2]`).

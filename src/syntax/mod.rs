@@ -41,6 +41,7 @@ pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
                     _ => end.extend(actions),
                 }
             }
+            Rule::on => sessions.push(on_item(pair, &mut errors)),
             _ => {}
         }
     }
@@ -125,6 +126,7 @@ fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         actions,
         span: whole,
         ends: None,
+        on: None,
     }
 }
 
@@ -152,6 +154,46 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         actions,
         span: whole,
         ends: Some(SpanEnds { start, end }),
+        on: None,
+    }
+}
+
+/// `on POINT [where C] { actions }`, as a session of the point.
+fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
+    let whole = span(&pair);
+    let mut point = None;
+    let mut predicate = None;
+    let mut actions = None;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::tracepoint => {
+                let name = p.into_inner().next().expect("tp: has a name");
+                point = Some(OnPoint {
+                    name: ident(name),
+                    tracepoint: true,
+                });
+            }
+            Rule::span_func => {
+                point = Some(OnPoint {
+                    name: ident(p),
+                    tracepoint: false,
+                })
+            }
+            Rule::pred => predicate = Some(expr(p, errors)),
+            Rule::block => actions = Some(block(p, errors)),
+            _ => {}
+        }
+    }
+    let point = point.expect("the grammar gives `on` a point");
+    Session {
+        func: point.name.clone(),
+        funcs: vec![point.name.clone()],
+        file: None,
+        predicate,
+        actions,
+        span: whole,
+        ends: None,
+        on: Some(point),
     }
 }
 
@@ -716,6 +758,7 @@ fn an_aggregation() -> &'static str {
 fn describe(rule: Rule) -> Option<&'static str> {
     Some(match rule {
         Rule::session | Rule::kw_session => "`session`",
+        Rule::on | Rule::kw_on => "`on`",
         Rule::func_name => "a kernel function name",
         Rule::user_func | Rule::user_file | Rule::user_sym => "a user-space function (`FILE:FUNC`)",
         Rule::kw_where => "`where`",

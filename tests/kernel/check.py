@@ -21,6 +21,9 @@
                                         CALLS groups of DEPTH events, FIELD 1..DEPTH in
                                         each, latencies never shorter outwards
 
+    check.py in-order FIELD VALUE...    the events' FIELD, in output order, are exactly
+                                        the VALUEs
+
     check.py span-ledger                a span's text SUMMARY: every start is completed,
                                         restarted, evicted or still in flight
                                         (started == completed + restarted + evicted +
@@ -180,6 +183,13 @@ def nested(field, depth, calls):
             fail(f"call {g}: an outer call is shorter than one inside it")
 
 
+def in_order(field, values):
+    got = [str(r["fields"][field]) for r in records() if r["type"] == "event"]
+    print(f"{field}: {' '.join(got)}")
+    if got != values:
+        fail(f"expected {' '.join(values)}")
+
+
 def flame(path, title, chain, calls):
     svg = open(path, encoding="utf-8").read()
     m = re.search(r'<text id="title"[^>]*>([^<]*)<', svg)
@@ -276,6 +286,9 @@ def main():
         return
     if what == "flame":
         flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))
+        return
+    if what == "in-order":
+        in_order(sys.argv[2], sys.argv[3:])
         return
     if what == "nested":
         nested(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))

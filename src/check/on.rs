@@ -1,0 +1,83 @@
+//! `on POINT [where C] { actions }`: an event at one point, a kernel function's entry or a
+//! BTF tracepoint, without a latency (bpftrace's `kprobe:`/`fentry:` and `tracepoint:`
+//! probes). It is checked as a session of the point whose every name is read there: the
+//! point's parameters and the builtins, not a call's return (`ret`, `latency`, ...).
+
+use super::program::*;
+use super::{Checker, Scope, phases};
+use crate::diag::{DiagKind, Diagnostic};
+use crate::syntax::ast;
+
+impl Checker<'_> {
+    pub(super) fn on_session(
+        &mut self,
+        index: usize,
+        label: String,
+        s: &ast::Session,
+    ) -> Option<Session> {
+        let on = s.on.as_ref()?;
+        let sig = self.point(&on.name, on.tracepoint)?;
+        let (params, _) = self.params_of(&sig);
+        self.entry_values.clear();
+        self.shared = params.iter().map(|p| (p.clone(), vec![p.slot])).collect();
+        let scope = Scope {
+            func: &sig,
+            params: &params,
+            funcs: std::slice::from_ref(&sig),
+            per_func: std::slice::from_ref(&params),
+            several: false,
+            func_cap: sig.name.len() as u32 + 1,
+        };
+        self.at_point = true;
+        let filter = s
+            .predicate
+            .as_ref()
+            .and_then(|p| self.condition(&scope, p).ok());
+        let (event, aggregations) = self.actions(&scope, index, &label, s, false);
+        self.at_point = false;
+        // Every name is known at the point; what the split leaves for "return" (a
+        // stack) runs in the same program, after the rest of the filter.
+        let (entry_filter, return_filter) = match filter {
+            Some(f) => phases::split(f),
+            None => (None, None),
+        };
+        let target = Target {
+            func: sig.name.clone(),
+            slots: params.iter().map(|p| p.slot).collect(),
+            ret_slot: 0,
+            ret: None,
+            offset: None,
+        };
+        Some(Session {
+            index,
+            at: s.span.clone(),
+            label,
+            func: sig.name.clone(),
+            params,
+            ret_slot: 0,
+            ret: None,
+            entry_filter,
+            return_filter,
+            event,
+            aggregations,
+            entry_values: Vec::new(),
+            targets: vec![target],
+            several: false,
+            skipped: Vec::new(),
+            user: None,
+            span: None,
+            on: Some(SpanPoint {
+                name: on.name.name.clone(),
+                tracepoint: on.tracepoint,
+            }),
+        })
+    }
+
+    /// A name of a call's return (`latency`, `oncpu`, ...) at an `on` point: refused.
+    pub(super) fn at_point_only(&mut self, name: &str, span: ast::Span) -> super::Reported {
+        let d = Diagnostic::new(span, DiagKind::AtPointOnly { name: name.into() }).hint(
+            "a call's latency is a `session FUNC`'s; the time between two points is a `span START(KEY) -> END(KEY)`'s",
+        );
+        self.error_with(d)
+    }
+}
