@@ -30,6 +30,16 @@ pub enum ListError {
     NoMainExecutable,
     #[error("no function of `{file}` matches `{pattern}`")]
     NoUserMatch { file: String, pattern: String },
+    #[error(
+        "{file} has no USDT probes (no .note.stapsdt section): it was built without sys/sdt.h's probes, or they were stripped"
+    )]
+    NoProbes { file: String },
+    #[error("no USDT probe of {file} matches `{pattern}`; its providers: {providers}")]
+    NoProbeMatch {
+        file: String,
+        pattern: String,
+        providers: String,
+    },
     #[error("cannot write the list: {0}")]
     Write(#[from] std::io::Error),
 }
@@ -255,6 +265,101 @@ pub fn list_user(
         "{found} function{} of {} match `{pattern}`",
         if found == 1 { "" } else { "s" },
         path.display()
+    );
+    Ok(())
+}
+
+/// `fslat -l 'usdt:FILE[:PATTERN]'`: the USDT probes of a file whose `provider:name` or
+/// `name` matches PATTERN, in the order of its notes, each with its arguments' types
+/// (`usdt:PATH:provider:name(s32 arg0, u64 arg1)`); with `verbose`, the note's argument
+/// specs, the probe's file offset and its semaphore's. With `json`, one object a line.
+pub fn list_usdt(
+    spec: &str,
+    lookup: &crate::elf::Lookup,
+    verbose: bool,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), ListError> {
+    let (file, pattern) = spec.split_once(':').unwrap_or((spec, "*"));
+    let pattern = if pattern.is_empty() { "*" } else { pattern };
+    let failed = |why| ListError::UserFile {
+        spec: format!("usdt:{spec}"),
+        why,
+    };
+    let path = crate::elf::find(file, lookup)
+        .map_err(failed)?
+        .ok_or(ListError::NoMainExecutable)?;
+    let shown = path.display().to_string();
+    let probes = crate::elf::sdt::probes(&path).map_err(failed)?;
+    if probes.is_empty() {
+        return Err(ListError::NoProbes { file: shown });
+    }
+    let matched: Vec<&crate::elf::sdt::Probe> = probes
+        .iter()
+        .filter(|p| {
+            glob_match(pattern, &p.name)
+                || glob_match(pattern, &format!("{}:{}", p.provider, p.name))
+        })
+        .collect();
+    if matched.is_empty() {
+        return Err(ListError::NoProbeMatch {
+            file: shown,
+            pattern: pattern.to_string(),
+            providers: crate::elf::sdt::providers(&probes).join(", "),
+        });
+    }
+    // One line per probe, not per site: a probe the compiler placed at several sites
+    // (inlined, or written twice) says how many.
+    let mut lines: Vec<(String, usize)> = Vec::new();
+    for p in &matched {
+        if json {
+            let args: Vec<serde_json::Value> = p
+                .args
+                .iter()
+                .map(|a| serde_json::json!({ "type": a.to_string(), "spec": a.spec }))
+                .collect();
+            let line = serde_json::json!({
+                "type": "usdt",
+                "file": shown,
+                "provider": p.provider,
+                "name": p.name,
+                "args": args,
+                "offset": p.offset,
+                "semaphore": p.semaphore,
+            });
+            writeln!(out, "{line}")?;
+        } else if verbose {
+            let specs: Vec<&str> = p.args.iter().map(|a| a.spec.as_str()).collect();
+            let semaphore = match p.semaphore {
+                Some(at) => format!(", semaphore at 0x{at:x}"),
+                None => String::new(),
+            };
+            writeln!(
+                out,
+                "usdt:{shown}:{}  // offset 0x{:x}{semaphore}, args `{}`",
+                p.describe(),
+                p.offset,
+                specs.join(" ")
+            )?;
+        } else {
+            let line = format!("usdt:{shown}:{}", p.describe());
+            match lines.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, sites)) => *sites += 1,
+                None => lines.push((line, 1)),
+            }
+        }
+    }
+    for (line, sites) in lines {
+        match sites {
+            1 => writeln!(out, "{line}")?,
+            n => writeln!(out, "{line}  // {n} sites")?,
+        }
+    }
+    out.flush()?;
+    let found = matched.len();
+    crate::stderr_line!(
+        "{found} USDT probe{} of {shown} match `{pattern}`",
+        if found == 1 { "" } else { "s" }
     );
     Ok(())
 }

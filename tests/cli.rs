@@ -141,6 +141,43 @@ fn list_user_functions_of_a_file_with_their_dwarf_signatures() {
 }
 
 #[test]
+fn list_usdt_probes_with_their_argument_types_and_say_why_none() {
+    let dir = user_programs();
+    let exe = dir.path().join("sdt");
+    let out = fslat(&["-l", &format!("usdt:{}:fslat:*", exe.display())]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    let args = format!(
+        "usdt:{}:fslat:args(s8 arg0, u8 arg1, s16 arg2, u16 arg3, s32 arg4, u32 arg5, s64 arg6, u64 arg7)",
+        exe.display()
+    );
+    assert!(stdout.lines().any(|l| l == args), "{stdout}");
+    assert_eq!(stdout.lines().count(), 5, "{stdout}");
+    let out = fslat(&[
+        "-l",
+        "-f",
+        "json",
+        &format!("usdt:{}:guarded", exe.display()),
+    ]);
+    let line: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(line["name"], "guarded");
+    assert!(line["semaphore"].is_u64(), "{line}");
+    let out = fslat(&["-l", &format!("usdt:{}:nope", exe.display())]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("matches `nope`; its providers: fslat"),
+        "{out:?}"
+    );
+    let plain = dir.path().join("ufunc");
+    let out = fslat(&["-l", &format!("usdt:{}", plain.display())]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("has no USDT probes (no .note.stapsdt section)"),
+        "{out:?}"
+    );
+}
+
+#[test]
 fn user_sessions_on_a_stripped_file_or_a_missing_function_say_why() {
     let dir = user_programs();
     let stripped = dir.path().join("ufunc-stripped");

@@ -385,6 +385,16 @@ fn check_again(
 
 /// `fslat -l [GLOB]`: the traceable functions matching GLOB, or one function's signature.
 pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
+    if let Some(spec) = glob.and_then(|g| g.strip_prefix("usdt:")) {
+        let lookup = crate::elf::Lookup {
+            pid: opts.pid,
+            command: opts.cmd.clone(),
+        };
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        let json = opts.format == Format::Json;
+        crate::listing::list_usdt(spec, &lookup, opts.verbose, json, &mut out)?;
+        return Ok(());
+    }
     let glob = glob.map(|g| crate::listing::without_bpftrace_probe(g).unwrap_or(g));
     if let Some(spec) = glob.filter(|g| g.contains(':')) {
         let lookup = crate::elf::Lookup {

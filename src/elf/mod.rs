@@ -10,6 +10,7 @@
 mod dwarf;
 mod find;
 mod ldcache;
+pub mod sdt;
 mod symbols;
 mod types;
 
