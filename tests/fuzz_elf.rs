@@ -3,6 +3,8 @@
 //! table, symbol tables and debug sections; truncated) through `fslat::elf::functions`
 //! and the DWARF of every function it finds (`UserTypes::read_dwarf`, each signature).
 //!
+//! The same for SDT notes (`fslat::elf::sdt::parse`) on mutants of its `sdt` program.
+//!
 //! Properties: nothing panics, and no input takes more than a few seconds.
 //!
 //!     cargo test --release --test fuzz_elf                        # 400 mutants
@@ -122,5 +124,49 @@ fn hostile_elf_and_dwarf_files_are_errors_never_crashes_or_hangs() {
             let _ = std::fs::copy(&path, &keep);
             panic!("mutant {i} panicked (kept as {})", keep.display());
         }
+    }
+}
+
+/// SDT notes (`fslat::elf::sdt::parse`, what `usdt:` and `-l usdt:` read) against
+/// mutants of tests/kernel/user's `sdt`: bytes overwritten in and around its notes (the
+/// first "stapsdt" owner name, give or take 512 bytes), or anywhere, or the file cut.
+#[test]
+fn hostile_sdt_notes_are_errors_never_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let built = std::process::Command::new(format!("{MANIFEST_DIR}/tests/kernel/user/build"))
+        .arg(dir.path())
+        .status()
+        .expect("tests/kernel/user/build runs (it needs gcc)");
+    assert!(built.success(), "tests/kernel/user/build failed");
+    let original = std::fs::read(dir.path().join("sdt")).unwrap();
+    let probes = fslat::elf::sdt::parse(&original).expect("the unmutated notes read");
+    assert_eq!(probes.len(), 5, "{probes:?}");
+    let notes = original
+        .windows(8)
+        .position(|w| w == b"stapsdt\0")
+        .expect("sdt has SDT notes");
+    let inputs: usize = std::env::var("FSLAT_FUZZ_ELF_INPUTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for _ in 0..inputs {
+        let mut bytes = original.clone();
+        match rng.below(3) {
+            0 => {
+                let from = notes.saturating_sub(512);
+                let span = (notes + 512).min(bytes.len()) - from;
+                for _ in 0..1 + rng.below(8) {
+                    let at = from + rng.below(span);
+                    bytes[at] = [0, 0xff, 0x7f, 0x80, rng.next() as u8][rng.below(5)];
+                }
+            }
+            1 => {
+                let at = 4 + rng.below(bytes.len() - 4);
+                bytes[at] = rng.next() as u8;
+            }
+            _ => bytes.truncate(rng.below(bytes.len())),
+        }
+        let _ = fslat::elf::sdt::parse(&bytes);
     }
 }
