@@ -4,7 +4,7 @@
 //! table in docs/language.md ("Names") against it. `docs/architecture.md` has the recipe
 //! for a new one.
 
-use super::program::{Builtin, StackKind};
+use super::program::{Builtin, SchedFig, StackKind};
 use crate::cgroups::CgroupView;
 
 /// One builtin.
@@ -41,7 +41,9 @@ pub enum BuiltinTy {
 pub enum C {
     /// A C expression. `{pid_tgid}`, `{uid_gid}`, `{now}` (the clock at return) and
     /// `{start}` (the entry time) stand for values the program reads once (codegen's
-    /// `Phase::builtin` declares them).
+    /// `Phase::builtin` declares them); `{sched}` is the thread's scheduler totals, read
+    /// once per phase at the entry time (at entry) or the clock (at return), so that what
+    /// is read at both ends shares `latency`'s clock.
     Expr(&'static str),
     /// A string: codegen's string code copies it (`bpf_get_current_comm`, the function
     /// name table).
@@ -196,6 +198,41 @@ pub const BUILTINS: &[BuiltinDef] = &[
         "the task's Kubernetes pod (see \"Services and containers\")",
         C::Expr("bpf_get_current_cgroup_id()"),
     ),
+    at_return(def(
+        &["oncpu"],
+        Builtin::Sched(SchedFig::Oncpu),
+        BuiltinTy::Duration,
+        "duration, the call's time on a CPU (see \"Where a call's time went\")",
+        C::Expr("{sched}.v[FSLAT_SCHED_ONCPU]"),
+    )),
+    at_return(def(
+        &["runq"],
+        Builtin::Sched(SchedFig::Runq),
+        BuiltinTy::Duration,
+        "duration, the call's time runnable, waiting for a CPU",
+        C::Expr("{sched}.v[FSLAT_SCHED_RUNQ]"),
+    )),
+    at_return(def(
+        &["blocked"],
+        Builtin::Sched(SchedFig::Blocked),
+        BuiltinTy::Duration,
+        "duration, the call's time asleep",
+        C::Expr("{sched}.v[FSLAT_SCHED_BLOCKED_NS]"),
+    )),
+    at_return(def(
+        &["offcpu"],
+        Builtin::Sched(SchedFig::Offcpu),
+        BuiltinTy::Duration,
+        "duration, `runq + blocked`",
+        C::Expr("{sched}.v[FSLAT_SCHED_OFFCPU]"),
+    )),
+    at_return(def(
+        &["switches"],
+        Builtin::Sched(SchedFig::Switches),
+        BuiltinTy::U64,
+        "u64, times the call's thread left the CPU",
+        C::Expr("{sched}.v[FSLAT_SCHED_SWITCHES]"),
+    )),
 ];
 
 /// The builtin a name means, if any.

@@ -49,6 +49,8 @@ pub enum Shown {
     Sessions,
     /// Spans only: their ledger.
     Spans,
+    /// Sessions that read `oncpu` and its kin.
+    WithSched,
 }
 
 pub const CALLS: Counter = Counter {
@@ -125,6 +127,14 @@ pub const MISSED: Counter = Counter {
     source: Source::Missed,
     shown: Shown::WhereCounted,
 };
+pub const SCHED_LOST: Counter = Counter {
+    name: "sched_lost",
+    about: "Calls whose thread the scheduler hooks could not follow (the per-thread table was full): their oncpu is their latency.",
+    source: Source::Bpf {
+        counted_in: "a call's entry or a span's START (templates/sched_enter.bpf.c.hbs, templates/span.bpf.c.hbs)",
+    },
+    shown: Shown::WithSched,
+};
 
 pub const STARTED: Counter = Counter {
     name: "started",
@@ -174,9 +184,9 @@ pub const IN_FLIGHT: Counter = Counter {
 };
 
 /// Every counter, in the order the summaries show them.
-pub const ALL: [Counter; 16] = [
+pub const ALL: [Counter; 17] = [
     CALLS, MATCHED, ERRORS, DROPPED, EVENTS, UNPAIRED, AGG_LOST, FUNCTIONS, STACK_LOST, MISSED,
-    STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT,
+    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT,
 ];
 
 impl Counter {
@@ -239,7 +249,7 @@ mod tests {
             offsets,
             (0..offsets.len()).map(|i| 8 * i).collect::<Vec<_>>()
         );
-        assert_eq!(struct_size(), 8 * 12);
+        assert_eq!(struct_size(), 8 * 13);
         assert_eq!(EVENTS.offset(), None);
         assert_eq!(UNPAIRED.offset(), Some(32));
     }

@@ -75,6 +75,8 @@ pub fn check_with(
         shared: Vec::new(),
         uses_kstack: false,
         uses_ustack: false,
+        uses_sched: false,
+        span_by_thread: false,
         entry_values: Vec::new(),
         user: None,
         span_start: None,
@@ -135,6 +137,7 @@ pub fn check_with(
         uses_path: cx.uses_path,
         uses_kstack: cx.uses_kstack,
         uses_ustack: cx.uses_ustack,
+        uses_sched: cx.uses_sched,
         features: kernel.features(),
         args: cx.args.into_values().collect(),
         begin,
@@ -157,6 +160,9 @@ struct Checker<'k> {
     shared: Vec<(Param, Vec<usize>)>,
     uses_kstack: bool,
     uses_ustack: bool,
+    uses_sched: bool,
+    /// Checking a span whose ends are both keyed by `pid`: one thread's stretch.
+    span_by_thread: bool,
     /// The current session's `entry()` values so far.
     entry_values: Vec<Expr>,
     /// The current session's user-space file, when it traces user-space functions.

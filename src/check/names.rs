@@ -87,10 +87,14 @@ impl Checker<'_> {
                     signed: false,
                 }),
             };
-            return Ok(Expr {
+            let value = Expr {
                 ty,
                 kind: ExprKind::Builtin(def.builtin),
-            });
+            };
+            if let Builtin::Sched(_) = def.builtin {
+                return self.sched_share(value, name, span);
+            }
+            return Ok(value);
         }
         if name == "ret" {
             return self.ret(scope, span);
@@ -160,6 +164,29 @@ impl Checker<'_> {
             self.in_register(scope, index, raw, span.clone())?;
         }
         self.param_value(index, raw, span)
+    }
+
+    /// `oncpu` and the other scheduler figures: the thread's running total at return
+    /// minus the same total saved at entry, so that each call, nested or not, has its own.
+    /// A span has them only when both its ends are one thread's (keyed by `pid`).
+    fn sched_share(&mut self, total: Expr, name: &str, span: Span) -> Checked<Expr> {
+        if self.in_span && !self.span_by_thread {
+            let d = Diagnostic::new(span, DiagKind::SchedInSpan { name: name.into() }).hint(
+                "key the span by the thread at both ends, `(pid)`, to follow one thread's time",
+            );
+            return Err(self.error_with(d));
+        }
+        let at_entry = self.save_entry_value(total.clone(), span)?;
+        self.uses_sched = true;
+        Ok(Expr {
+            ty: total.ty.clone(),
+            kind: ExprKind::Binary {
+                op: BinOp::Sub,
+                lhs: Box::new(total),
+                rhs: Box::new(at_entry),
+                signed: false,
+            },
+        })
     }
 
     /// A user function's parameter is read from its argument register: refused when it

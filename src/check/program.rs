@@ -22,6 +22,10 @@ pub struct Program {
     /// Whether any session captures `ustack` (the user stack map, and the ring buffer
     /// that announces each process whose stacks must be symbolized).
     pub uses_ustack: bool,
+    /// Whether any session names `oncpu`, `runq`, `blocked`, `offcpu` or `switches`: the
+    /// object then has the scheduler hooks that keep each thread's totals.
+    #[serde(default)]
+    pub uses_sched: bool,
     /// What the kernel the program was checked against can do: codegen picks the code
     /// for it (e.g. plain stores for min/max without BPF atomics).
     pub features: crate::btf::Features,
@@ -297,6 +301,14 @@ impl Session {
         (at, total)
     }
 
+    /// Whether it reads the scheduler's per-thread totals (`oncpu`...): they are saved at
+    /// entry, so its entry values hold them.
+    pub fn uses_sched(&self) -> bool {
+        self.entry_values
+            .iter()
+            .any(|v| matches!(v.kind, ExprKind::Builtin(Builtin::Sched(_))))
+    }
+
     /// Whether its event or one of its aggregation keys is a stack.
     pub fn uses_stacks(&self) -> bool {
         let stack = |k: &FieldKind| matches!(k, FieldKind::Stack(_));
@@ -514,6 +526,19 @@ pub enum Builtin {
     Ustack,
     /// `cgroup_path`, `unit`, `container`, `pod`: the cgroup id, named in user space.
     CgroupName(crate::cgroups::CgroupView),
+    /// `oncpu`, `runq`, `blocked`, `offcpu`, `switches`: the thread's running total, which
+    /// the checker turns into the call's share (the total at return minus at entry).
+    Sched(SchedFig),
+}
+
+/// One of the per-thread totals the scheduler hooks keep (bpf-runtime/fslat_sched.bpf.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SchedFig {
+    Oncpu,
+    Runq,
+    Blocked,
+    Offcpu,
+    Switches,
 }
 
 impl Expr {

@@ -202,6 +202,9 @@ pub const UFRAMES_MAP: &str = "fslat_uframes";
 pub const UFILES_MAP: &str = "fslat_ufiles";
 /// The per-CPU work area of one resolution (only the kernel side reads it).
 pub const USTACK_SCRATCH_MAP: &str = "fslat_ustack_scratch";
+/// `oncpu` and its kin: each thread's running totals, kept by the scheduler hooks
+/// (fslat_sched.bpf.h; only the kernel side reads it).
+pub const SCHED_MAP: &str = "fslat_sched_totals";
 pub const UFRAME_DEPTH: usize = 127;
 pub const UFRAME_SIZE: usize = 8;
 pub const UFRAME_OFFSET_AT: usize = 4;

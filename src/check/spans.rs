@@ -72,6 +72,16 @@ impl Checker<'_> {
             .map(|p| (p.clone(), vec![p.slot]))
             .collect();
         let end_key = self.span_key(&end_scope, &ends.end.key, 0);
+        let by_thread = |k: &Checked<Expr>| {
+            matches!(
+                k,
+                Ok(Expr {
+                    kind: ExprKind::Builtin(Builtin::Pid),
+                    ..
+                })
+            )
+        };
+        self.span_by_thread = by_thread(&start_key) && by_thread(&end_key);
         let (entry_filter, return_filter) = match &s.predicate {
             Some(p) => match self.condition(&end_scope, p) {
                 Ok(e) => phases::split(e),
@@ -82,6 +92,7 @@ impl Checker<'_> {
         let (event, aggregations) = self.actions(&end_scope, index, &label, s, false);
         self.span_start = None;
         self.in_span = false;
+        self.span_by_thread = false;
 
         let (start_key, end_key, start_filter) =
             (start_key.ok()?, end_key.ok()?, start_filter.ok()?);

@@ -230,11 +230,12 @@ impl<'p> Phase<'p> {
             C::Expr(c) => {
                 type Read<'q> = fn(&mut Phase<'q>) -> String;
                 let mut out = c.to_string();
-                let values: [(&str, Read); 4] = [
+                let values: [(&str, Read); 5] = [
                     ("{pid_tgid}", Self::pid_tgid),
                     ("{uid_gid}", Self::uid_gid),
                     ("{start}", Self::start),
                     ("{now}", Self::now),
+                    ("{sched}", Self::sched),
                 ];
                 for (name, read) in values {
                     if out.contains(name) {
@@ -303,6 +304,11 @@ impl<'p> Phase<'p> {
         })
     }
 
+    /// Reads the entry time now (at entry), for what later lines save on its clock.
+    pub fn entry_time(&mut self) {
+        self.start();
+    }
+
     /// The entry time: at return it is already known; at entry the clock is read here.
     fn start(&mut self) -> String {
         if self.at_return {
@@ -312,6 +318,22 @@ impl<'p> Phase<'p> {
                 "__u64 fslat_start = bpf_ktime_get_ns();".into()
             })
         }
+    }
+
+    /// The thread's scheduler totals (`oncpu`...), read together once, at the entry
+    /// time at entry and at the clock at return: what is read at both ends on this clock
+    /// adds up to `latency`.
+    fn sched(&mut self) -> String {
+        let clock = if self.at_return {
+            self.now()
+        } else {
+            self.start()
+        };
+        self.declare("fslat_sched_snap", || {
+            format!(
+                "struct fslat_sched_snap fslat_sched_snap; fslat_sched_read(&fslat_sched_snap, {clock});"
+            )
+        })
     }
 
     /// Where `entry_values[i]` starts in `fslat_ev`.

@@ -76,6 +76,10 @@ const TEMPLATE_TEXTS: &[(&str, &str)] = &[
         include_str!("../../templates/entry_values_return.bpf.c.hbs"),
     ),
     (
+        "sched_enter",
+        include_str!("../../templates/sched_enter.bpf.c.hbs"),
+    ),
+    (
         "count_unpaired",
         include_str!("../../templates/count_unpaired.bpf.c.hbs"),
     ),
@@ -162,6 +166,8 @@ struct ProgramData {
     uses_path: bool,
     uses_kstack: bool,
     uses_ustack: bool,
+    /// The scheduler hooks of `oncpu` and its kin.
+    uses_sched: bool,
     /// Whether the program has a ring buffer: for events, and for ustack's announcements.
     ring: bool,
     /// `ustack` on a kernel with `bpf_find_vma`: frames resolved to files at capture.
@@ -211,6 +217,7 @@ struct MapNames {
     uframes: &'static str,
     ufiles: &'static str,
     ustack_scratch: &'static str,
+    sched: &'static str,
     multi_section: &'static str,
 }
 
@@ -358,6 +365,8 @@ struct SessionData {
     on: bool,
     /// The return phase reads the clock (a span's END reads it in the template).
     reads_now: bool,
+    /// It reads the scheduler's totals: a call in flight makes the hooks follow its thread.
+    sched: bool,
 }
 
 #[derive(Serialize)]
@@ -537,6 +546,7 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
         uses_path: program.uses_path,
         uses_kstack: program.uses_kstack,
         uses_ustack: program.uses_ustack,
+        uses_sched: program.uses_sched,
         ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
         ustack_files: (program.uses_ustack && program.features.find_vma).then_some(
             UstackFilesData {
@@ -574,6 +584,7 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
             uframes: resources::UFRAMES_MAP,
             ufiles: resources::UFILES_MAP,
             ustack_scratch: resources::USTACK_SCRATCH_MAP,
+            sched: resources::SCHED_MAP,
             multi_section: resources::MULTI_SECTION,
         },
         settings: SettingsData {
@@ -975,6 +986,7 @@ fn phases_data(
         span: None,
         on: false,
         reads_now: ret.reads_now(),
+        sched: s.uses_sched(),
     }
 }
 
@@ -1014,6 +1026,10 @@ fn span_data(s: &Session) -> SessionData {
     let mut start = Phase::new(s, target, false, false, false, scratch(""));
     let start_filter = points.start_filter.as_ref().map(|f| start.expr(f));
     let start_key = start.expr(&points.start_key);
+    if s.uses_sched() {
+        // The scheduler's totals saved below are read at the start time: read it first.
+        start.entry_time();
+    }
     let start_lines = start.take_lines();
     let start_values = saves(&mut start, s, "fslat_v.ev");
     let mut end = Phase::new(s, target, false, false, false, scratch(""));

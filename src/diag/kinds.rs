@@ -333,6 +333,9 @@ pub enum DiagKind {
         name: String,
     },
     EntryAtPoint,
+    SchedInSpan {
+        name: String,
+    },
 }
 
 impl DiagKind {
@@ -447,6 +450,7 @@ impl DiagKind {
             UserLineAction => "F1111",
             AtPointOnly { .. } => "F0820",
             EntryAtPoint => "F0821",
+            SchedInSpan { .. } => "F0808",
         }
     }
 
@@ -504,6 +508,9 @@ impl DiagKind {
                 "`{name}` belongs to a call, from its entry to its return: an `on` point has none"
             ),
             EntryAtPoint => "`entry()` is for sessions: `on` is one point, its values are all at hand".into(),
+            SchedInSpan { name } => format!(
+                "`{name}` is one thread's time: this span's ends may be different threads"
+            ),
             UnknownCall { name } => format!("unknown function `{name}()`"),
             RetOfVoid { func } => format!("`{func}` returns void: there is no `ret`"),
             ArgOutOfRange { name, count } => {

@@ -748,6 +748,7 @@ fn summaries(
                 Shown::Spans => s.span.is_some(),
                 Shown::WithAggregations => !s.aggregations.is_empty(),
                 Shown::WithStacks => s.uses_stacks(),
+                Shown::WithSched => s.uses_sched(),
                 Shown::Several => s.several,
             };
             let value = match c.source {

@@ -29,7 +29,9 @@ use std::os::fd::{AsFd, OwnedFd};
 /// kprobe session. A multi-attach tracing link's function ids and user-space probes'
 /// offsets are looked up at each start (`record` refuses any other kind of program).
 pub fn eligible(program: &Program, settings: &Settings) -> bool {
+    // The scheduler hooks belong to no session: libbpf attaches them by their section.
     settings.absent.is_empty()
+        && !program.uses_sched
         && program.sessions.iter().all(|s| {
             s.user.is_none()
                 && !matches!(

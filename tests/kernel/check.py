@@ -38,6 +38,17 @@
     check.py order RE...                text output: the lines that match any RE, in
                                         order, match the REs one for one (`^begin
                                         ^read ^end`: begin first, end last)
+    check.py sched N [FIELD=V] COND...  -f json events of `oncpu` and its kin: with
+                                        FIELD=V only the events whose FIELD is V, and
+                                        exactly N of them; in each, oncpu + offcpu ==
+                                        latency and runq + blocked == offcpu exactly
+                                        (where present), and every COND holds: `NAME OP
+                                        VALUE` (OP one of >= <= > <), NAME a field or
+                                        `A/B` (a ratio), VALUE a number, or NUMBERms for
+                                        a duration
+    check.py sched-sums N               the JSON aggregations `calls` (count), `on`, `off`,
+                                        `rq`, `bl`, `lat` (sums): calls == N, on + off ==
+                                        lat and rq + bl == off, exactly
 
 Prints what it measured; exits 1 with the reason when a check fails.
 """
@@ -271,12 +282,68 @@ def order(patterns):
     if len(seen) != len(res) or not all(r.search(l) for r, l in zip(res, seen)):
         fail(f"lines in this order: {patterns}; found {seen}")
     print(f"{len(seen)} lines in order")
+def sched(n, args):
+    select = [a.split("=", 1) for a in args if re.fullmatch(r"\w+=[^=<>]+", a)]
+    conds = [a for a in args if not re.fullmatch(r"\w+=[^=<>]+", a)]
+    evs = [r["fields"] for r in records() if r["type"] == "event"]
+    evs = [e for e in evs if all(str(e.get(k)) == v for k, v in select)]
+    if len(evs) != n:
+        fail(f"{len(evs)} events, expected {n}")
+
+    def value(e, name):
+        key = name if name in e else f"{name}_ns"
+        if key not in e:
+            fail(f"no field {name} in {e}")
+        return e[key]
+
+    ops = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, "<": lambda a, b: a < b}
+    for i, e in enumerate(evs):
+        print(f"event {i}: {e}")
+        if "oncpu_ns" in e and "offcpu_ns" in e and "latency_ns" in e:
+            if e["oncpu_ns"] + e["offcpu_ns"] != e["latency_ns"]:
+                fail(f"event {i}: oncpu + offcpu != latency")
+        if all(f"{k}_ns" in e for k in ("runq", "blocked", "offcpu")):
+            if e["runq_ns"] + e["blocked_ns"] != e["offcpu_ns"]:
+                fail(f"event {i}: runq + blocked != offcpu")
+        for c in conds:
+            m = re.fullmatch(r"([\w/]+)(>=|<=|>|<)([\d.]+)(ms)?", c)
+            if not m:
+                fail(f"bad condition {c}")
+            name, op, v, ms = m.groups()
+            if "/" in name:
+                a, b = name.split("/")
+                got = value(e, a) / max(value(e, b), 1)
+            else:
+                got = value(e, name)
+            want = float(v) * (1e6 if ms else 1)
+            if not ops[op](got, want):
+                fail(f"event {i}: {name} is {got}, not {op} {c[len(name) + len(op):]}")
+
+
+def sched_sums(n):
+    got = {}
+    for r in records():
+        if r["type"] in ("count", "sum") and r["rows"]:
+            row = r["rows"][0]
+            got[r["name"]] = row.get("value", row.get("value_ns"))
+    print(got)
+    if got.get("calls") != n:
+        fail(f"calls is {got.get('calls')}, expected {n}")
+    if got["on"] + got["off"] != got["lat"]:
+        fail(f"on + off = {got['on'] + got['off']}, lat = {got['lat']}")
+    if got["rq"] + got["bl"] != got["off"]:
+        fail(f"rq + bl = {got['rq'] + got['bl']}, off = {got['off']}")
 
 
 def main():
     what = sys.argv[1]
     if what == "order":
         order(sys.argv[2:])
+    if what == "sched-sums":
+        sched_sums(int(sys.argv[2]))
+        return
+    if what == "sched":
+        sched(int(sys.argv[2]), sys.argv[3:])
         return
     if what == "span-ledger":
         span_ledger()

@@ -11,11 +11,18 @@
  *   ufunc chain N         N calls of outer, which calls middle, which calls leaf
  *   ufunc lib N           N calls of the shared library's lib_work(i)
  *   ufunc wait            waits for its standard input to end, then runs `nap 5 3`
+ *   ufunc spin MS N       N calls of spin(MS): each runs MS ms of its thread's CPU time
+ *   ufunc spin2 MS N      two threads pinned to CPU 0, each making N calls of spin(MS)
+ *   ufunc layer SPIN NAP R  R calls of layer(2): layer(2) spins SPIN ms of CPU time, then
+ *                         calls layer(1), which sleeps NAP ms (after one nap(0))
  *
  * With UFUNC_GO=FILE in its environment it first waits (polling, which calls none of
  * these functions nor nanosleep) until FILE exists: fslat can attach to it by pid.
  */
+#define _GNU_SOURCE
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +88,62 @@ NOINLINE long outer(long n)
 	return middle(n) + 1;
 }
 
+static long thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+/* Runs on the CPU, never sleeping, until the thread has had MS ms of CPU time. */
+NOINLINE long spin(long ms)
+{
+	long until = thread_cpu_ns() + ms * 1000000L;
+	long turns = 0;
+	while (thread_cpu_ns() < until)
+		turns++;
+	return turns > 0;
+}
+
+NOINLINE long layer(long n, long spin_ms, long nap_ms)
+{
+	if (n <= 1)
+		return nap(nap_ms);
+	spin(spin_ms);
+	return layer(n - 1, spin_ms, nap_ms) + 1;
+}
+
+struct spinner {
+	long ms;
+	long n;
+};
+
+static void *spinner(void *arg)
+{
+	struct spinner *sp = arg;
+	for (long i = 0; i < sp->n; i++)
+		spin(sp->ms);
+	return NULL;
+}
+
+/* Two threads on one CPU, both always runnable: each waits about as long as it runs. */
+static long spin2(long ms, long n)
+{
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof one, &one))
+		return -1;
+	struct spinner sp = { ms, n };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, spinner, &sp))
+			return -1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	return 2 * n;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -117,6 +180,17 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "lib")) {
 		for (long i = 0; i < a; i++)
 			sum += lib_work(i);
+	} else if (!strcmp(cmd, "spin")) {
+		for (long i = 0; i < b; i++)
+			sum += spin(a);
+	} else if (!strcmp(cmd, "spin2")) {
+		sum = spin2(a, b);
+	} else if (!strcmp(cmd, "layer") && argc > 4) {
+		/* The first nanosleep binds its symbol (on the CPU, and faulting pages in):
+		 * done before, so that no traced call pays for it. */
+		nap(0);
+		for (long i = 0, r = atol(argv[4]); i < r; i++)
+			sum += layer(2, a, b);
 	} else if (!strcmp(cmd, "wait")) {
 		char buf[64];
 		while (read(0, buf, sizeof buf) > 0)
