@@ -46,6 +46,12 @@
                                         VALUE` (OP one of >= <= > <), NAME a field or
                                         `A/B` (a ratio), VALUE a number, or NUMBERms for
                                         a duration
+    check.py sched-nested SPIN NAP N    ufunc's layer(2) (SPIN ms on the CPU, then layer(1),
+                                        which sleeps NAP ms), N times, -f json events of
+                                        `arg0` and the figures, in return order: each
+                                        inner call slept NAP ms; each outer call slept its
+                                        inner call's sleep and ran SPIN ms more than it;
+                                        oncpu + offcpu == latency in each
     check.py sched-sums N               the JSON aggregations `calls` (count), `on`, `off`,
                                         `rq`, `bl`, `lat` (sums): calls == N, on + off ==
                                         lat and rq + bl == off, exactly
@@ -320,6 +326,27 @@ def sched(n, args):
                 fail(f"event {i}: {name} is {got}, not {op} {c[len(name) + len(op):]}")
 
 
+def sched_nested(spin_ms, nap_ms, n):
+    evs = [r["fields"] for r in records() if r["type"] == "event"]
+    if len(evs) != 2 * n:
+        fail(f"{len(evs)} events, expected {2 * n}")
+    ms = 1_000_000
+    for g in range(n):
+        inner, outer = evs[2 * g], evs[2 * g + 1]
+        print(f"call {g}: inner {inner}\n        outer {outer}")
+        if (inner["arg0"], outer["arg0"]) != (1, 2):
+            fail(f"call {g}: levels {inner['arg0']}, {outer['arg0']}, expected 1 then 2")
+        for e in (inner, outer):
+            if e["oncpu_ns"] + e["offcpu_ns"] != e["latency_ns"]:
+                fail(f"call {g}: oncpu + offcpu != latency")
+        if inner["blocked_ns"] < nap_ms * ms or inner["switches"] < 1:
+            fail(f"call {g}: the inner call did not sleep {nap_ms} ms")
+        if outer["blocked_ns"] < inner["blocked_ns"] or outer["switches"] < inner["switches"]:
+            fail(f"call {g}: the outer call misses its inner call's sleep")
+        if outer["oncpu_ns"] - inner["oncpu_ns"] < spin_ms * ms:
+            fail(f"call {g}: the outer call ran less than {spin_ms} ms more than the inner one")
+
+
 def sched_sums(n):
     got = {}
     for r in records():
@@ -339,6 +366,10 @@ def main():
     what = sys.argv[1]
     if what == "order":
         order(sys.argv[2:])
+        return
+    if what == "sched-nested":
+        sched_nested(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        return
     if what == "sched-sums":
         sched_sums(int(sys.argv[2]))
         return

@@ -116,11 +116,14 @@ NOINLINE long layer(long n, long spin_ms, long nap_ms)
 struct spinner {
 	long ms;
 	long n;
+	pthread_barrier_t ready;
 };
 
 static void *spinner(void *arg)
 {
 	struct spinner *sp = arg;
+	/* Both threads runnable from the first call on. */
+	pthread_barrier_wait(&sp->ready);
 	for (long i = 0; i < sp->n; i++)
 		spin(sp->ms);
 	return NULL;
@@ -135,6 +138,7 @@ static long spin2(long ms, long n)
 	if (sched_setaffinity(0, sizeof one, &one))
 		return -1;
 	struct spinner sp = { ms, n };
+	pthread_barrier_init(&sp.ready, NULL, 2);
 	pthread_t t[2];
 	for (int i = 0; i < 2; i++)
 		if (pthread_create(&t[i], NULL, spinner, &sp))
