@@ -398,6 +398,13 @@ impl Program {
 /// volatile`, so the verifier prunes what a setting of 0 ("off") disables.
 pub const SETTINGS_SECTION: &str = ".rodata.fslat";
 
+/// The section of the constant tables a program of several functions indexes by
+/// function (`fslat_funcs_N`, slots, return kinds), named explicitly: left to itself
+/// clang puts a constant of 4, 8, 16 or 32 bytes in a mergeable `.rodata.cstN` section
+/// while the object's BTF still describes it in `.rodata`, which libbpf then fails to
+/// open ("failed to determine size from ELF": two functions of 7-letter names).
+pub const TABLES_SECTION: &str = ".rodata";
+
 /// A field of `struct fslat_settings`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Setting {

@@ -802,8 +802,9 @@ fn multi_session_data(s: &Session, mode: Mode, shared: bool) -> SessionData {
         .max()
         .unwrap_or(1);
     let mut tables = vec![format!(
-        "static const char fslat_funcs_{}[{count}][{func_cap}] = {{ {} }};",
+        "static const char fslat_funcs_{}[{count}][{func_cap}] {} = {{ {} }};",
         s.index,
+        table_section(),
         s.targets
             .iter()
             .map(|t| expr::c_string(t.func.as_bytes()))
@@ -813,8 +814,9 @@ fn multi_session_data(s: &Session, mode: Mode, shared: bool) -> SessionData {
     for i in (0..s.params.len()).filter(|_| !shared) {
         if let Some(values) = differing(s.targets.iter().map(|t| t.slots[i])) {
             tables.push(format!(
-                "static const __u8 {}[{count}] = {{ {values} }};",
-                expr::slot_table(s.index, i)
+                "static const __u8 {}[{count}] {} = {{ {values} }};",
+                expr::slot_table(s.index, i),
+                table_section()
             ));
         }
     }
@@ -827,8 +829,9 @@ fn multi_session_data(s: &Session, mode: Mode, shared: bool) -> SessionData {
     let kinds: Vec<String> = kinds.map(|k| k.to_string()).collect();
     if !uniform_ret {
         tables.push(format!(
-            "static const __u8 fslat_retkind_{}[{count}] = {{ {} }};",
+            "static const __u8 fslat_retkind_{}[{count}] {} = {{ {} }};",
             s.index,
+            table_section(),
             kinds.join(", ")
         ));
     }
@@ -863,6 +866,14 @@ fn multi_session_data(s: &Session, mode: Mode, shared: bool) -> SessionData {
         funcs: s.targets.iter().map(|t| t.func.clone()).collect(),
     };
     phases_data(s, first, 0, mode, error_check, Some(multi))
+}
+
+/// The attribute that keeps a function table in `resources::TABLES_SECTION`.
+fn table_section() -> String {
+    format!(
+        "__attribute__((section(\"{}\")))",
+        resources::TABLES_SECTION
+    )
 }
 
 /// `Some("a, b, ...")` when the values are not all the same.

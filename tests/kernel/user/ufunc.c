@@ -10,6 +10,8 @@
  *   ufunc depth D R       R calls of depth(D): depth(n) calls depth(n - 1) down to 1
  *   ufunc chain N         N calls of outer, which calls middle, which calls leaf
  *   ufunc lib N           N calls of the shared library's lib_work(i)
+ *   ufunc ops N M         N calls of slow_op(i), then M of fast_op(i): two names of 7
+ *                         letters, whose table of names is 16 bytes, and two return types
  *   ufunc wait            waits for its standard input to end, then runs `nap 5 3`
  *   ufunc spin MS N       N calls of spin(MS): each runs MS ms of its thread's CPU time
  *   ufunc spin2 MS N      two threads pinned to CPU 0, each making N calls of spin(MS)
@@ -148,6 +150,16 @@ static long spin2(long ms, long n)
 	return 2 * n;
 }
 
+NOINLINE int slow_op(long n)
+{
+	return (int)n;
+}
+
+NOINLINE long fast_op(long n)
+{
+	return n * 2;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -195,6 +207,11 @@ int main(int argc, char **argv)
 		nap(0);
 		for (long i = 0, r = atol(argv[4]); i < r; i++)
 			sum += layer(2, a, b);
+	} else if (!strcmp(cmd, "ops")) {
+		for (long i = 0; i < a; i++)
+			sum += slow_op(i);
+		for (long i = 0; i < b; i++)
+			sum += fast_op(i);
 	} else if (!strcmp(cmd, "wait")) {
 		char buf[64];
 		while (read(0, buf, sizeof buf) > 0)
