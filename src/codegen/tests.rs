@@ -86,10 +86,10 @@ fn a_several_function_session_is_one_multi_attach_program_that_compiles() {
     let c = c_of(script, Mode::FsessionMulti);
     assert_eq!(c.matches("SEC(\"fslat.multi\")").count(), 2, "{c}");
     assert_eq!(c.matches("SEC(\"fsession/vfs_read\")").count(), 1, "{c}");
-    assert!(c.contains("static const char fslat_funcs_0[4][15] = { \"vfs_read\", \"vfs_write\", \"do_sys_openat2\", \"kfree\" };"), "{c}");
+    assert!(c.contains("static const char fslat_funcs_0[4][15] __attribute__((section(\".rodata\"))) = { \"vfs_read\", \"vfs_write\", \"do_sys_openat2\", \"kfree\" };"), "{c}");
     // Return types differ (ssize_t, long, void): whether a call failed is per function.
     assert!(
-        c.contains("static const __u8 fslat_retkind_0[4] = { 8, 8, 8, 0 };"),
+        c.contains("static const __u8 fslat_retkind_0[4] __attribute__((section(\".rodata\"))) = { 8, 8, 8, 0 };"),
         "{c}"
     );
     assert!(
