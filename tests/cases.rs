@@ -60,6 +60,10 @@ fn main() -> std::process::ExitCode {
         the_corpus_is_there(scripts_found)
     }));
     trials.push(Trial::test(
+        "every_example_runs_on_every_kernel",
+        every_example_runs_on_every_kernel,
+    ));
+    trials.push(Trial::test(
         "the_check_sees_what_5_10_lacks",
         the_check_sees_what_5_10_lacks,
     ));
@@ -94,6 +98,33 @@ fn the_corpus_is_there(found: usize) -> Result<(), Failed> {
         return Err("no script of the corpus uses path(): the 5.10 refusal goes untested".into());
     }
     Ok(())
+}
+
+/// Users copy examples/: each has a kernel case (`tests/kernel/cases/example_NAME.case`)
+/// that runs it on every kernel, with no `KERNELS` or `REQUIRES` line to skip one.
+fn every_example_runs_on_every_kernel() -> Result<(), Failed> {
+    let mut missing = Vec::new();
+    for p in scripts("examples") {
+        let name = p.file_stem().unwrap_or_default().to_string_lossy();
+        let case = format!("tests/kernel/cases/example_{name}.case");
+        match std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(&case)) {
+            Ok(text)
+                if text
+                    .lines()
+                    .any(|l| l.starts_with("KERNELS") || l.starts_with("REQUIRES")) =>
+            {
+                missing.push(format!("{case} does not run on every kernel"))
+            }
+            Ok(text) if text.contains(&format!("examples/{name}.fsl")) => {}
+            Ok(_) => missing.push(format!("{case} does not run examples/{name}.fsl")),
+            Err(_) => missing.push(format!("{case} is missing")),
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(missing.join("\n").into())
+    }
 }
 
 fn check_expectation(path: &Path, actual: &str, failures: &mut Vec<String>) {

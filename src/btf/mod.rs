@@ -6,6 +6,7 @@ mod features;
 mod fixture;
 pub mod preemption;
 mod reader;
+mod tracepoints;
 
 pub use features::{FEATURES, Feature, FeatureInfo, Features};
 pub use fixture::Fixture;

@@ -555,7 +555,9 @@ impl Btf {
     /// the functions the kernel generates for its event class do (`CLASS_FUNCS`). The class is
     /// `NAME` itself, or among the classes with these argument types the one whose name
     /// shares the longest start with `NAME` (`sched_wakeup` → `sched_wakeup_template`).
-    /// Empty when no class fits (the arguments are then `argN`).
+    /// A kernel whose BTF has no class functions (5.10) takes them from the kernel
+    /// sources' prototypes (`btf::tracepoints`). Empty when none fits (the arguments are
+    /// then `argN`).
     fn tracepoint_arg_names(&self, name: &str, types: &[TypeId]) -> Vec<String> {
         let names_if_fits = |func: TypeId| -> Option<Vec<String>> {
             let proto = self.rec(self.rec(func)?.size_type)?;
@@ -591,6 +593,7 @@ impl Btf {
             })
             .max_by_key(|(n, _)| *n)
             .map(|(_, names)| names)
+            .or_else(|| super::tracepoints::arg_names(name, types.len()))
             .unwrap_or_default()
     }
 
