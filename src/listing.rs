@@ -64,9 +64,15 @@ pub fn signature(kernel: &dyn KernelTypes, sig: &FuncSig) -> String {
     } else {
         params.join(", ")
     };
+    // An overloaded C++ function's name carries its parameter types; the declaration
+    // shows them with their names.
+    let name = sig
+        .name
+        .split_once('(')
+        .map_or(sig.name.as_str(), |(head, _)| head);
     format!(
         "{}({params})",
-        declaration(&kernel.type_name(sig.ret), &sig.name)
+        declaration(&kernel.type_name(sig.ret), name)
     )
 }
 

@@ -178,6 +178,58 @@ fn list_usdt_probes_with_their_argument_types_and_say_why_none() {
 }
 
 #[test]
+fn cpp_functions_are_listed_and_named_demangled() {
+    let dir = user_programs();
+    let exe = dir.path().join("cxx");
+    let out = fslat(&["-l", &format!("{}:shop::*", exe.display())]);
+    assert!(out.status.success(), "{out:?}");
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    // Overloads keep their parameters; a name only one function has does not.
+    assert_eq!(
+        lines,
+        [
+            "shop::Cart::add",
+            "shop::Cart::total",
+            "shop::price(int, int)",
+            "shop::price(long)"
+        ]
+    );
+    // A method defined outside its class: DWARF through its declaration, with `this`.
+    let out = fslat(&["-lv", &format!("{}:shop::Cart::add", exe.display())]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with(
+            "long int shop::Cart::add(struct Cart *this, long int price)  // offset 0x"
+        ),
+        "{stdout}"
+    );
+    // By name, by the mangled symbol, quoted with parameters, after bpftrace's `cpp:`.
+    for func in [
+        "shop::Cart::add",
+        "_ZN4shop4Cart3addEl",
+        "cpp:shop::Cart::add",
+        "\"shop::price(long)\"",
+    ] {
+        let out = fslat(&[
+            "--emit",
+            "c",
+            "-e",
+            &format!("session {}:{func} {{ count() }}", exe.display()),
+        ]);
+        assert!(out.status.success(), "{func}: {out:?}");
+    }
+    let out = fslat(&[
+        "--emit",
+        "c",
+        "-e",
+        &format!("session {}:shop::price {{ count() }}", exe.display()),
+    ]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("`shop::price` is overloaded"), "{stderr}");
+}
+
+#[test]
 fn user_sessions_on_a_stripped_file_or_a_missing_function_say_why() {
     let dir = user_programs();
     let stripped = dir.path().join("ufunc-stripped");

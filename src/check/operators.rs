@@ -215,6 +215,7 @@ impl Checker<'_> {
             (Ty::Duration, Ty::Int(_)) if matches!(op, BinOp::Mul | BinOp::Div) => {
                 if op == BinOp::Div {
                     self.nonzero_divisor(&r, rhs)?;
+                    self.not_a_unit_conversion(&r, lhs, span.clone())?;
                 }
                 Ok(fold(node(Ty::Duration, l, r, false)))
             }
@@ -281,6 +282,32 @@ impl Checker<'_> {
             return Err(self.error(rhs.span.clone(), DiagKind::DivisionByZero));
         }
         Ok(())
+    }
+
+    /// `latency / 1000`: the bpftrace habit for microseconds, which in fslat is still a
+    /// duration (a thousandth of the latency, drawn and printed as one). Refused with the
+    /// fslat way: `latency / 1us` is the number of microseconds, `latency` alone is shown
+    /// in its own unit.
+    fn not_a_unit_conversion(&mut self, r: &Expr, lhs: &ast::Expr, span: Span) -> Checked<()> {
+        let unit = match const_value(r) {
+            Some(1_000) => "us",
+            Some(1_000_000) => "ms",
+            Some(1_000_000_000) => "s",
+            _ => return Ok(()),
+        };
+        let by = const_value(r).unwrap_or_default();
+        let text = &self.source[lhs.span.clone()];
+        let d = Diagnostic::new(span, DiagKind::DurationByUnitNumber { by })
+            .hint(format!(
+                "for a number of {}, write `{text} / 1{unit}`",
+                match unit {
+                    "us" => "microseconds",
+                    "ms" => "milliseconds",
+                    _ => "seconds",
+                }
+            ))
+            .hint("a duration alone (`hist(latency)`, `emit latency`) is already shown in ns, us, ms or s as fits");
+        Err(self.error_with(d))
     }
 
     /// `ret < 0` on an unsigned type, or an unsigned value against a negative number.

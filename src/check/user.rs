@@ -50,6 +50,20 @@ impl Checker<'_> {
                 self.error(file.span.clone(), DiagKind::NoMainExecutable);
                 return None;
             }
+            Err(elf::ElfError::NoLibrary { .. }) if is_tracepoint_prefix(&file.name) => {
+                let name = s.funcs.first().map_or("NAME", |f| f.name.as_str());
+                let point = format!("tp:{name}");
+                let end = s.funcs.last().map_or(file.span.end, |f| f.span.end);
+                let d = Diagnostic::new(
+                    file.span.start..end,
+                    DiagKind::SessionOfTracepoint { point: point.clone() },
+                )
+                .hint(format!(
+                    "the time between two points is a span: `span {point}(KEY) -> tp:OTHER(KEY) {{ hist(latency) }}`"
+                ));
+                self.error_with(d);
+                return None;
+            }
             Err(e) => e,
         };
         self.error(
@@ -68,7 +82,20 @@ impl Checker<'_> {
             return Some(f);
         }
         let names = self.types().function_names();
-        let near = closest(&item.name, names.iter().map(String::as_str));
+        // An overloaded C++ function: each overload is named with its parameters.
+        let overloads: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .filter(|n| {
+                n.strip_prefix(item.name.as_str())
+                    .is_some_and(|r| r.starts_with('('))
+            })
+            .collect();
+        let near = if overloads.is_empty() {
+            closest(&item.name, names.iter().map(String::as_str))
+        } else {
+            overloads
+        };
         let mut d = Diagnostic::new(
             item.span.clone(),
             DiagKind::NoUserFunction {
@@ -76,7 +103,12 @@ impl Checker<'_> {
                 file: self.types().describe(),
             },
         );
-        if !near.is_empty() {
+        if near.iter().any(|n| n.contains('(')) {
+            d = d.hint(format!(
+                "`{}` is overloaded: name one in quotes (`\"{}\"`), or all with `{}*`",
+                item.name, near[0], item.name
+            ));
+        } else if !near.is_empty() {
             d = d.hint(format!("did you mean {}?", quote_list(&near)));
         }
         d = d.hint(format!(
@@ -162,4 +194,13 @@ fn carry_expr(e: &mut Expr, saved: &mut Vec<Expr>, ustack: bool) {
     for c in e.children_mut() {
         carry_expr(c, saved, ustack);
     }
+}
+
+/// The words bpftrace and fslat put before a tracepoint's name (`tp:`, `tracepoint:`),
+/// which after `session` read as a library's name.
+fn is_tracepoint_prefix(file: &str) -> bool {
+    matches!(
+        file,
+        "tp" | "t" | "tracepoint" | "rawtracepoint" | "rt" | "raw_tp"
+    )
 }

@@ -104,6 +104,9 @@ pub enum DiagKind {
     ShiftOutOfRange {
         by: i128,
     },
+    DurationByUnitNumber {
+        by: i128,
+    },
     NotCondition {
         ty: String,
     },
@@ -293,6 +296,9 @@ pub enum DiagKind {
     },
     /// `:FUNC` without -p or -c.
     NoMainExecutable,
+    SessionOfTracepoint {
+        point: String,
+    },
     NoUserFunction {
         name: String,
         file: String,
@@ -410,6 +416,7 @@ impl DiagKind {
             EntryOfReturnValue => "F0523",
             StringTooLong { .. } => "F0524",
             PastTheLargest { .. } => "F0530",
+            DurationByUnitNumber { .. } => "F0525",
             NeedsName => "F0601",
             DuplicateField { .. } => "F0602",
             BadKey { .. } => "F0603",
@@ -430,6 +437,7 @@ impl DiagKind {
             NoUserFunctionMatches { .. } => "F0706",
             UserNeedsX86 => "F0707",
             NotInRegister { .. } => "F0708",
+            SessionOfTracepoint { .. } => "F0709",
             UnknownTracepoint { .. } => "F0801",
             SpanKeyMismatch { .. } => "F0802",
             SpanKeyType { .. } => "F0803",
@@ -560,6 +568,9 @@ impl DiagKind {
                 format!("a shift by {by}: values are 64 bits wide, so shifts take 0 .. 63")
             }
             NotCondition { ty } => format!("a condition must be true or false, not {ty}"),
+            DurationByUnitNumber { by } => format!(
+                "a duration divided by {by} is still a duration ({by} times shorter), not a number of another unit"
+            ),
             StringTooLong { len, cap } => format!(
                 "this string has {len} bytes but the value compared holds at most {}: it can never match",
                 cap.saturating_sub(1)
@@ -744,6 +755,9 @@ impl DiagKind {
                 shown_file(first)
             ),
             UserFile { file, why } => format!("cannot trace `{}`: {why}", shown_file(file)),
+            SessionOfTracepoint { point } => format!(
+                "`{point}` is a tracepoint: a session is a function's call, from entry to return, and a tracepoint has no return"
+            ),
             NoMainExecutable => {
                 "`:FUNC` is a function of the traced program, but there is none: give -p PID or -c CMD, or write FILE:FUNC".into()
             }

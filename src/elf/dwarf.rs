@@ -159,6 +159,18 @@ impl<'a> Reader<'_, 'a> {
             .unwrap_or_default()
     }
 
+    /// A C++ function's linkage name (its ELF symbol), if `e` has one.
+    fn linkage_name(
+        &self,
+        unit: &gimli::Unit<Slice<'a>>,
+        e: &gimli::DebuggingInformationEntry<Slice<'a>>,
+    ) -> Option<String> {
+        e.attr_value(gimli::DW_AT_linkage_name)
+            .or_else(|| e.attr_value(gimli::DW_AT_MIPS_linkage_name))
+            .and_then(|v| self.dwarf.attr_string(unit, v).ok())
+            .and_then(|s| s.to_string().ok().map(str::to_owned))
+    }
+
     fn functions_of(&mut self, unit: &gimli::Unit<Slice<'a>>, wanted: &HashSet<String>) {
         let mut cursor = unit.entries();
         // The function being read, its depth and what it has so far.
@@ -172,15 +184,31 @@ impl<'a> Reader<'_, 'a> {
             let e = e.clone();
             match e.tag() {
                 gimli::DW_TAG_subprogram => {
-                    let name = self.name(unit, &e);
                     let declaration = e.attr_value(gimli::DW_AT_declaration).is_some();
-                    if declaration
-                        || !wanted.contains(&name)
-                        || self.out.functions.contains_key(&name)
-                    {
+                    if declaration {
                         continue;
                     }
-                    let ret = self.type_of(unit, &e, 0);
+                    // A C++ method defined outside its class points to its declaration,
+                    // which has its linkage name and return type.
+                    let spec = e
+                        .attr_value(gimli::DW_AT_specification)
+                        .and_then(|v| match v {
+                            AttributeValue::UnitRef(off) => unit.entry(off).ok(),
+                            _ => None,
+                        });
+                    let name = self
+                        .linkage_name(unit, &e)
+                        .or_else(|| spec.as_ref().and_then(|d| self.linkage_name(unit, d)))
+                        .unwrap_or_else(|| self.name(unit, &e));
+                    if !wanted.contains(&name) || self.out.functions.contains_key(&name) {
+                        continue;
+                    }
+                    let ret = match &spec {
+                        Some(d) if e.attr_value(gimli::DW_AT_type).is_none() => {
+                            self.type_of(unit, d, 0)
+                        }
+                        _ => self.type_of(unit, &e, 0),
+                    };
                     current = Some((
                         name,
                         depth,

@@ -32,6 +32,13 @@ pub fn find(spec: &str, lookup: &Lookup) -> Result<Option<PathBuf>, ElfError> {
     if spec.is_empty() {
         return main_executable(lookup);
     }
+    if spec.starts_with("./") || spec.starts_with("../") {
+        let p = PathBuf::from(spec);
+        return match p.canonicalize() {
+            Ok(p) => Ok(Some(p)),
+            Err(_) => Err(ElfError::NotFound(p)),
+        };
+    }
     if spec.starts_with('/') {
         let p = PathBuf::from(spec);
         return if p.exists() {

@@ -13,7 +13,11 @@ use std::path::Path;
 /// One function of a user-space file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UserFunc {
+    /// The name scripts, `-l` and `func` use: the symbol, or a C++ symbol demangled
+    /// (`shop::Cart::add`, with its parameter list when it is overloaded).
     pub name: String,
+    /// The ELF symbol (mangled, for C++): what DWARF's linkage name says.
+    pub symbol: String,
     /// Offset of its first instruction in the file: what the kernel's uprobe takes.
     pub offset: u64,
     /// Its virtual address as the file states it (for DWARF and `-l -v`).
@@ -44,6 +48,7 @@ pub fn functions(path: &Path) -> Result<Vec<UserFunc>, ElfError> {
             {
                 found.entry(sym.name.to_string()).or_insert(UserFunc {
                     name: sym.name.to_string(),
+                    symbol: sym.name.to_string(),
                     offset,
                     addr: sym.addr,
                     size: sym.size.unwrap_or(0) as u64,
@@ -58,7 +63,50 @@ pub fn functions(path: &Path) -> Result<Vec<UserFunc>, ElfError> {
     if found.is_empty() {
         return Err(ElfError::NoSymbols(path.to_path_buf()));
     }
-    Ok(found.into_values().collect())
+    Ok(demangled(found.into_values().collect()))
+}
+
+/// `funcs` with each C++ symbol named as its source does: demangled, without its
+/// parameters (`shop::Cart::add`) unless another function has that name (overloads:
+/// `shop::Cart::add(long)`, `shop::Cart::add(int)`); sorted by name, each once.
+fn demangled(mut funcs: Vec<UserFunc>) -> Vec<UserFunc> {
+    let demangle = |symbol: &str| -> Option<(String, String)> {
+        if !symbol.starts_with("_Z") {
+            return None;
+        }
+        let sym = cpp_demangle::Symbol::new(symbol).ok()?;
+        let full = sym.demangle().ok()?;
+        let opts = cpp_demangle::DemangleOptions::new().no_params();
+        let short = sym.demangle_with_options(&opts).ok()?;
+        Some((short, full))
+    };
+    let names: Vec<Option<(String, String)>> = funcs.iter().map(|f| demangle(&f.symbol)).collect();
+    let mut uses: BTreeMap<&str, usize> = BTreeMap::new();
+    for (f, d) in funcs.iter().zip(&names) {
+        let short = d.as_ref().map_or(f.symbol.as_str(), |(s, _)| s.as_str());
+        *uses.entry(short).or_default() += 1;
+    }
+    let chosen: Vec<Option<String>> = names
+        .iter()
+        .map(|d| {
+            d.as_ref().map(|(short, full)| {
+                if uses[short.as_str()] == 1 {
+                    short
+                } else {
+                    full
+                }
+                .clone()
+            })
+        })
+        .collect();
+    for (f, name) in funcs.iter_mut().zip(chosen) {
+        if let Some(name) = name {
+            f.name = name;
+        }
+    }
+    funcs.sort_by(|a, b| a.name.cmp(&b.name));
+    funcs.dedup_by(|a, b| a.name == b.name);
+    funcs
 }
 
 /// A 64-bit little-endian x86-64 ELF file, or why not.

@@ -20,6 +20,8 @@ const S64: TypeId = 2;
 pub struct UserTypes {
     path: PathBuf,
     functions: BTreeMap<String, UserFunc>,
+    /// A C++ function's other name: its ELF symbol (mangled).
+    aliases: BTreeMap<String, String>,
     features: Features,
     dwarf: dwarf::Types,
 }
@@ -27,8 +29,14 @@ pub struct UserTypes {
 impl UserTypes {
     /// `functions` of the file at `path`; `features` are the kernel's.
     pub fn new(path: &Path, functions: Vec<UserFunc>, features: Features) -> UserTypes {
+        let aliases = functions
+            .iter()
+            .filter(|f| f.symbol != f.name)
+            .map(|f| (f.symbol.clone(), f.name.clone()))
+            .collect();
         UserTypes {
             path: path.to_path_buf(),
+            aliases,
             functions: functions.into_iter().map(|f| (f.name.clone(), f)).collect(),
             features,
             dwarf: dwarf::Types::default(),
@@ -37,7 +45,11 @@ impl UserTypes {
 
     /// Reads the DWARF of `names` (the functions a session traces) from the file.
     pub fn read_dwarf(&mut self, names: &[String]) {
-        let wanted: std::collections::HashSet<String> = names.iter().cloned().collect();
+        // DWARF names a C++ function by its linkage name, the ELF symbol.
+        let wanted: std::collections::HashSet<String> = names
+            .iter()
+            .map(|n| self.get(n).map_or(n.clone(), |f| f.symbol.clone()))
+            .collect();
         if let Ok(data) = std::fs::read(&self.path) {
             self.dwarf = dwarf::read(&data, &wanted);
         }
@@ -45,7 +57,8 @@ impl UserTypes {
 
     /// Whether DWARF describes function `name` (its parameters have names and types).
     pub fn has_dwarf(&self, name: &str) -> bool {
-        self.dwarf.functions.contains_key(name)
+        self.get(name)
+            .is_some_and(|f| self.dwarf.functions.contains_key(&f.symbol))
     }
 
     /// Where member `name` of struct `ty` sits, looking through anonymous members.
@@ -87,15 +100,18 @@ impl UserTypes {
         &self.path
     }
 
-    /// The function `name`, with its file offset.
+    /// The function `name` (or its ELF symbol), with its file offset.
     pub fn get(&self, name: &str) -> Option<&UserFunc> {
-        self.functions.get(name)
+        self.functions
+            .get(name)
+            .or_else(|| self.functions.get(self.aliases.get(name)?))
     }
 }
 
 impl KernelTypes for UserTypes {
     fn function(&self, name: &str) -> Option<FuncSig> {
-        if let (Some(f), Some(d)) = (self.functions.get(name), self.dwarf.functions.get(name)) {
+        let f = self.get(name)?;
+        if let Some(d) = self.dwarf.functions.get(&f.symbol) {
             return Some(FuncSig {
                 name: f.name.clone(),
                 params: d
@@ -109,7 +125,7 @@ impl KernelTypes for UserTypes {
                 ret: d.ret,
             });
         }
-        self.functions.get(name).map(|f| FuncSig {
+        Some(FuncSig {
             name: f.name.clone(),
             params: (0..ARG_REGISTERS)
                 .map(|i| Param {

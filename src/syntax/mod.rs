@@ -92,6 +92,11 @@ fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
                 for part in p.into_inner() {
                     match part.as_rule() {
                         Rule::user_file => this_file = ident(part),
+                        Rule::user_quoted => {
+                            let mut name = ident(part);
+                            name.name = name.name.trim_matches('"').to_string();
+                            funcs.push(name);
+                        }
                         _ => funcs.push(ident(part)),
                     }
                 }
@@ -760,7 +765,9 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::session | Rule::kw_session => "`session`",
         Rule::on | Rule::kw_on => "`on`",
         Rule::func_name => "a kernel function name",
-        Rule::user_func | Rule::user_file | Rule::user_sym => "a user-space function (`FILE:FUNC`)",
+        Rule::user_func | Rule::user_file | Rule::user_sym | Rule::user_quoted => {
+            "a user-space function (`FILE:FUNC`)"
+        }
         Rule::kw_where => "`where`",
         Rule::block => "`{`",
         Rule::emit | Rule::kw_emit => "`emit`",
