@@ -74,10 +74,14 @@ extern __u64 *bpf_session_cookie(void *ctx) __ksym __weak;
  * for (a parameter's slot or the return value's), a load whose offset is the mark.
  * `asm volatile` keeps each as one instruction that the compiler neither folds nor drops.
  */
+#define FSLAT_FN_MARK 0x7f5a1a70 /* check::resources::FN_MARK; checked in the generated C */
+#define FSLAT_STR_(x) #x
+#define FSLAT_STR(x) FSLAT_STR_(x)
 #define FSLAT_FN_INDEX()                                                 \
 	({                                                               \
 		__u64 __fslat_v;                                         \
-		asm volatile("%0 = 0x7f5a1a70" : "=r"(__fslat_v));       \
+		asm volatile("%0 = " FSLAT_STR(FSLAT_FN_MARK)            \
+			     : "=r"(__fslat_v));                         \
 		__fslat_v;                                               \
 	})
 #define FSLAT_CTX_AT(ctx, mark)                                          \

@@ -110,11 +110,14 @@ static __always_inline void fslat_lhist_add(__u64 *slots, __s64 *sum, __s64 x, _
 	__sync_fetch_and_add(sum, x);
 }
 
+/* Nanoseconds a microsecond (aggregate::buckets::NS_PER_US; checked in the generated C). */
+#define FSLAT_NS_PER_US 1000
+
 /* A duration histogram counts whole microseconds, so its bounds are round ([16us, 32us));
  * its sum stays in nanoseconds. */
 static __always_inline void fslat_hist_add_us(struct fslat_hist *h, __s64 ns)
 {
-	__s64 us = ns < 0 ? ns : (__s64)((__u64)ns / 1000);
+	__s64 us = ns < 0 ? ns : (__s64)((__u64)ns / FSLAT_NS_PER_US);
 	__u32 slot = us < 0 ? 0 : 1 + fslat_log2_bucket((__u64)us);
 	if (slot < FSLAT_HIST_SLOTS)
 		__sync_fetch_and_add(&h->slots[slot], 1);

@@ -3,7 +3,7 @@
  * percentiles(): a log-linear histogram per key, plus the exact max. Values below
  * FSLAT_PCT_SUB have a slot each; each power of two [2^k, 2^(k+1)) above is cut into
  * FSLAT_PCT_SUB equal slots, so a slot is at most 1/FSLAT_PCT_SUB of its lower bound
- * wide. src/output/buckets.rs reads the same layout.
+ * wide. src/aggregate/buckets.rs reads the same layout.
  *
  * Two maps per aggregation: the histogram (15 KiB a key, shared, counted with atomic
  * adds) and, per CPU, the count, sum and max (plain stores on this CPU's copy: an exact max

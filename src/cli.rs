@@ -157,14 +157,19 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH", value_parser = non_empty_path)]
     pub clang: Option<PathBuf>,
 
-    /// Ring buffer size in bytes (a power of two, 4096 .. 1073741824; 256k default);
-    /// suffixes k and m are accepted
-    #[arg(long, value_name = "BYTES", value_parser = parse_ring_size)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_ring_size, help = format!(
+        "Ring buffer size in bytes (a power of two, 4096 .. 1073741824; {}k default); \
+         suffixes k and m are accepted",
+        driver::DEFAULT_RING_SIZE / 1024
+    ))]
     pub buffer_size: Option<u32>,
 
-    /// Distinct keys each aggregation may hold (10240 default, 1024 for percentiles);
-    /// a key past it is counted as agg_lost. Maps take kernel memory as keys arrive
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=16_777_216),
+          help = format!(
+        "Distinct keys each aggregation may hold ({} default, {} for percentiles); \
+         a key past it is counted as agg_lost. Maps take kernel memory as keys arrive",
+        driver::AGG_ENTRIES, driver::PCT_ENTRIES
+    ))]
     pub max_keys: Option<u32>,
 
     /// Compile without the object cache
@@ -200,9 +205,11 @@ pub struct RunArgs {
           value_parser = parse_max_functions)]
     pub max_functions: usize,
 
-    /// How many spans each `span` keeps in flight (default 10240); a START beyond that is
-    /// counted as evicted
-    #[arg(long, value_name = "N", value_parser = parse_max_in_flight)]
+    #[arg(long, value_name = "N", value_parser = parse_max_in_flight, help = format!(
+        "How many spans each `span` keeps in flight (default {}); a START beyond that is \
+         counted as evicted",
+        driver::INFLIGHT_ENTRIES
+    ))]
     pub max_in_flight: Option<u32>,
 }
 

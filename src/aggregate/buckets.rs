@@ -12,6 +12,10 @@ pub struct Range {
     pub hi: Option<u64>,
 }
 
+/// Nanoseconds in the microsecond a duration `hist` counts (`FSLAT_NS_PER_US` of
+/// fslat_agg.bpf.h, checked in the generated C).
+pub const NS_PER_US: u64 = 1000;
+
 /// Slots of a `struct fslat_hist` (fslat_agg.bpf.h); its sum follows them.
 pub const HIST_SLOTS: usize = 66;
 
@@ -19,7 +23,7 @@ pub const HIST_SLOTS: usize = 66;
 /// kernel counts whole microseconds, so slot 1 is `[0, 1us)` and `k + 1` is
 /// `[2^(k-1) us, 2^k us)`; the range here is in nanoseconds either way.
 pub fn hist_slot(i: usize, duration: bool) -> Range {
-    let scale: u64 = if duration { 1000 } else { 1 };
+    let scale: u64 = if duration { NS_PER_US } else { 1 };
     match i {
         0 => Range {
             lo: None,
@@ -71,7 +75,7 @@ pub fn lhist_slot(i: usize, l: Linear) -> Range {
 /// bucket each; above, every power of two `[2^k, 2^(k+1))` is cut into `PCT_SUB` equal
 /// parts. A bucket is then at most `1/PCT_SUB` of its lower bound wide.
 pub const PCT_SUB: u64 = 32;
-const PCT_SHIFT: u32 = 5;
+pub const PCT_SHIFT: u32 = 5;
 pub const PCT_SLOTS: usize = (PCT_SUB as usize) * (64 - PCT_SHIFT as usize + 1);
 
 /// The percentile bucket a value falls in, as the kernel computes it.

@@ -195,6 +195,7 @@ struct ProgramData {
     /// which fails to render for a name the table does not have.
     counter: BTreeMap<&'static str, &'static str>,
     counters_size: usize,
+    numbers: Vec<Number>,
     announce: AnnounceData,
     structs: Vec<StructData>,
     events: Vec<EventData>,
@@ -234,6 +235,58 @@ struct UstackFilesData {
 }
 
 /// The ring buffer record `ustack` announces a process with.
+/// A number `bpf-runtime/` defines that the Rust side computes with too.
+#[derive(Serialize)]
+struct Number {
+    /// Its C macro.
+    name: &'static str,
+    value: String,
+    /// Its Rust constant.
+    from: &'static str,
+}
+
+/// Every number both sides use; the generated C checks each (`templates/layouts`).
+fn numbers() -> Vec<Number> {
+    use crate::aggregate::buckets;
+    let n = |name, value: u64, from| Number {
+        name,
+        value: value.to_string(),
+        from,
+    };
+    vec![
+        n(
+            "FSLAT_NS_PER_US",
+            buckets::NS_PER_US,
+            "aggregate::buckets::NS_PER_US",
+        ),
+        n(
+            "FSLAT_HIST_SLOTS",
+            buckets::HIST_SLOTS as u64,
+            "aggregate::buckets::HIST_SLOTS",
+        ),
+        n(
+            "FSLAT_PCT_SHIFT",
+            u64::from(buckets::PCT_SHIFT),
+            "aggregate::buckets::PCT_SHIFT",
+        ),
+        n(
+            "FSLAT_PCT_SLOTS",
+            buckets::PCT_SLOTS as u64,
+            "aggregate::buckets::PCT_SLOTS",
+        ),
+        n(
+            "FSLAT_PATH_CAP",
+            u64::from(crate::check::PATH_CAP),
+            "check::PATH_CAP",
+        ),
+        n(
+            "FSLAT_FN_MARK",
+            resources::FN_MARK as u64,
+            "check::resources::FN_MARK",
+        ),
+    ]
+}
+
 #[derive(Serialize)]
 struct AnnounceData {
     id: u32,
@@ -624,6 +677,7 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
             .collect(),
         counter: counters::in_bpf().map(|c| (c.name, c.name)).collect(),
         counters_size: counters::struct_size(),
+        numbers: numbers(),
         announce: AnnounceData {
             id: resources::ANNOUNCE_ID,
             tgid_offset: resources::ANNOUNCE_TGID_OFFSET,

@@ -23,8 +23,9 @@ pub use crate::build::Compiler;
 pub use crate::bundle::BundleError;
 pub use crate::cgroups::{Cgroup, lookup as lookup_cgroup};
 pub use crate::check::{DEFAULT_MAX_FUNCTIONS, builtin_names};
+pub use crate::codegen::{AGG_ENTRIES, INFLIGHT_ENTRIES, PCT_ENTRIES};
 pub use crate::metrics::{OtlpOptions, OtlpTarget, WebConfig, parse_header};
-pub use crate::runtime::signals;
+pub use crate::runtime::{DEFAULT_RING_SIZE, signals};
 pub use crate::traceable::Traceable;
 
 use crate::build::find_clang;

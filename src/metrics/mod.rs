@@ -19,6 +19,7 @@ pub use server::{Head, Server, read_head};
 pub use web_config::WebConfig;
 
 use crate::aggregate::Linear;
+use crate::aggregate::buckets::PCT_SHIFT;
 use crate::aggregate::{MetricKind, PointValue};
 use crate::output::Value;
 use crate::output::figures::{AggFigures, Figures, Publish};
@@ -259,7 +260,7 @@ fn native_buckets(v: &PointValue, duration: bool, linear: Option<Linear>) -> Opt
 
 /// Exported `percentiles` buckets: 0 is `[0, 32)` (the kernel's exact buckets), then
 /// four a power of two from `[32, 40)` on.
-const PCT_EXPORT_BUCKETS: usize = 1 + 4 * 59;
+const PCT_EXPORT_BUCKETS: usize = 1 + 4 * (64 - PCT_SHIFT as usize);
 
 /// The exported bucket of the kernel's percentile bucket `i` (`aggregate::buckets`).
 fn pct_export(i: usize) -> usize {
@@ -276,7 +277,7 @@ fn pct_export_bound(c: usize) -> Option<u64> {
     if c == 0 {
         return Some(crate::aggregate::buckets::PCT_SUB - 1);
     }
-    let k = (c - 1) / 4 + 5;
+    let k = (c - 1) / 4 + PCT_SHIFT as usize;
     let q = ((c - 1) % 4) as u64 + 1;
     (1u64 << k).checked_add(q << (k - 2)).map(|h| h - 1)
 }

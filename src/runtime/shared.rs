@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn the_body_marks_match_the_header() {
         let header = include_str!("../../bpf-runtime/fslat.bpf.h");
-        assert!(header.contains(&format!("%0 = {FN_MARK:#x}\"")));
+        assert!(header.contains(&format!("#define FSLAT_FN_MARK {FN_MARK:#x} ")));
     }
 
     /// A session of several functions in fentry mode is one entry and one exit program
