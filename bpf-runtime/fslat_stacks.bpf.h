@@ -232,6 +232,132 @@ static __always_inline void fslat_ustack_files(void *ctx, __u64 key)
 }
 #endif /* FSLAT_USTACK_FILES */
 
+
+#ifdef FSLAT_USTACK_COPY
+/*
+ * --ustack-bytes N: programs built without frame pointers (Debian's libc, python3...).
+ * The user registers and the first N bytes of the user stack are copied at capture, once
+ * per key, and user space unwinds them with the files' call-frame information
+ * (src/stacks/unwind.rs), as perf --call-graph dwarf does. The key is the tgid and a hash
+ * of the instruction pointer and of the copied words that may be code addresses (in the
+ * executable's text, or between 4 GiB and the mmap base: libraries, not the stack, not
+ * small integers): return addresses are all in it, so two stacks that unwind differently
+ * never share a key; locals that point into libraries may split one stack into several
+ * keys, which user space shows as one row (the rows' texts are merged).
+ */
+struct fslat_ustack_copy {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u32 len;
+	__u32 pad;
+	__u8 bytes[FSLAT_USTACK_COPY];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fslat_ustack_copy);
+} FSLAT_UCOPY_SCRATCH_MAP SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FSLAT_UCOPIES_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct fslat_ustack_copy);
+} FSLAT_UCOPIES_MAP SEC(".maps");
+
+struct pt_regs___fslat {
+	unsigned long bp;
+	unsigned long ip;
+	unsigned long sp;
+} __attribute__((preserve_access_index));
+struct mm_struct___fslat {
+	unsigned long mmap_base;
+	unsigned long start_code;
+	unsigned long end_code;
+	unsigned long start_stack;
+} __attribute__((preserve_access_index));
+struct task_struct___fslatu {
+	void *stack;
+	struct mm_struct___fslat *mm;
+} __attribute__((preserve_access_index));
+
+/* The user registers: saved at the top of the task's kernel stack on entry. */
+static __always_inline struct pt_regs___fslat *fslat_user_regs(void)
+{
+#ifdef FSLAT_USTACK_FILES
+	/* bpf_task_pt_regs (5.15; find_vma is 5.17). */
+	return (void *)bpf_task_pt_regs(bpf_get_current_task_btf());
+#else
+	/* 5.10: THREAD_SIZE (16 KiB) above the stack's base, less struct pt_regs (168). */
+	struct task_struct___fslatu *t = (void *)bpf_get_current_task();
+	return (void *)((char *)BPF_CORE_READ(t, stack) + 16384 - 168);
+#endif
+}
+
+static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost)
+{
+	__u32 zero = 0;
+	struct fslat_ustack_copy *c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+	if (!c)
+		return ((__u64)tgid << 32) | 0xffffffffULL;
+	struct pt_regs___fslat *regs = fslat_user_regs();
+	struct task_struct___fslatu *t = (void *)bpf_get_current_task();
+	struct mm_struct___fslat *mm = BPF_CORE_READ(t, mm);
+	c->ip = BPF_CORE_READ(regs, ip);
+	c->sp = BPF_CORE_READ(regs, sp);
+	c->bp = BPF_CORE_READ(regs, bp);
+	c->pad = 0;
+	__u64 top = BPF_CORE_READ(mm, start_stack);
+	__u64 code_lo = BPF_CORE_READ(mm, start_code);
+	__u64 code_hi = BPF_CORE_READ(mm, end_code);
+	__u64 lib_hi = BPF_CORE_READ(mm, mmap_base);
+	__u64 len = FSLAT_USTACK_COPY;
+	/* The main thread's stack ends above start_stack: no copy past it. */
+	if (c->sp < top && top - c->sp < len)
+		len = (top - c->sp) & ~7ULL;
+	__u32 got = 0;
+	for (int i = 0; i < 4 && len; i++) {
+		if (len > FSLAT_USTACK_COPY)
+			len = FSLAT_USTACK_COPY;
+		if (!bpf_probe_read_user(c->bytes, len, (void *)c->sp)) {
+			got = len;
+			break;
+		}
+		/* A thread's stack ends sooner: less. */
+		len = (len >> 1) & ~7ULL;
+	}
+	c->len = got;
+	__u64 h = 0xcbf29ce484222325ULL ^ c->ip;
+	__u64 code_span = code_hi - code_lo;
+	__u64 lib_lo = 1ULL << 32;
+	__u64 lib_span = lib_hi > lib_lo ? lib_hi - lib_lo : 0;
+	for (__u32 i = 0; i < FSLAT_USTACK_COPY / 8; i++) {
+		if (i >= got / 8)
+			break;
+		__u64 w = *(__u64 *)&c->bytes[i * 8];
+		/* Without branches, so the verifier walks the loop once per word: x < span
+		 * as the sign of (x - span) where x has no sign bit (spans are below 2^47). */
+		__u64 x = w - code_lo, y = w - lib_lo;
+		__u64 in = (((x - code_span) & ~x) | ((y - lib_span) & ~y)) >> 63;
+		h ^= (((h ^ w) * 0x100000001b3ULL) ^ h) & (0 - in);
+	}
+	__u64 key = ((__u64)tgid << 32) | (__u32)((h ^ (h >> 32)) & (FSLAT_USTACK_SECOND - 1));
+	if (!bpf_map_lookup_elem(&FSLAT_UCOPIES_MAP, &key) &&
+	    bpf_map_update_elem(&FSLAT_UCOPIES_MAP, &key, c, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&FSLAT_UCOPIES_MAP, &key)) {
+		/* The map is full: lost. */
+		if (lost)
+			__sync_fetch_and_add(lost, 1);
+		return ((__u64)tgid << 32) | 0xffffffffULL;
+	}
+	return key;
+}
+#endif /* FSLAT_USTACK_COPY */
+
 /*
  * A user stack id is only meaningful with the process whose mappings its addresses are
  * in: the value is the tgid in the high 32 bits and the (signed) stack id in the low 32,
@@ -240,6 +366,10 @@ static __always_inline void fslat_ustack_files(void *ctx, __u64 key)
 static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
+#ifdef FSLAT_USTACK_COPY
+	__u64 packed = fslat_ustack_copy(tgid, lost);
+	__s64 id = (__s32)(__u32)packed;
+#else
 	__s64 id = bpf_get_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK);
 	if (id == -17 /* EEXIST: the bucket holds another stack */) {
 		id = bpf_get_stackid(ctx, &FSLAT_USTACKS_MAP_2, FSLAT_F_USER_STACK);
@@ -249,11 +379,12 @@ static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 	if (id < 0 && lost)
 		__sync_fetch_and_add(lost, 1);
 	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
-	__u8 one = 1;
 #ifdef FSLAT_USTACK_FILES
 	if (id >= 0)
 		fslat_ustack_files(ctx, packed);
 #endif
+#endif
+	__u8 one = 1;
 	if (id < 0 || bpf_map_update_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid, &one, BPF_NOEXIST))
 		return packed;
 	struct fslat_announce *a = bpf_ringbuf_reserve(ring, sizeof(*a), 0);

@@ -211,6 +211,13 @@ pub struct RunArgs {
         driver::INFLIGHT_ENTRIES
     ))]
     pub max_in_flight: Option<u32>,
+
+    /// Unwind `ustack` with the files' call-frame information (.eh_frame, .debug_frame),
+    /// from N bytes of each stack copied at capture (8 .. 32768, a multiple of 8; 8192 is
+    /// perf's default): whole stacks of programs built without frame pointers. 0 (the
+    /// default): the kernel's frame-pointer walk
+    #[arg(long, value_name = "N", value_parser = parse_ustack_bytes)]
+    pub ustack_bytes: Option<u32>,
 }
 
 fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -239,6 +246,17 @@ fn parse_max_in_flight(s: &str) -> Result<u32, String> {
         _ if s.is_empty() => Err("the value is empty".into()),
         _ => Err(format!(
             "`{s}` is not a number of spans in flight (1 .. 16777216)"
+        )),
+    }
+}
+
+fn parse_ustack_bytes(s: &str) -> Result<u32, String> {
+    let max = crate::check::resources::UCOPY_MAX;
+    match s.parse::<u32>() {
+        Ok(n) if n <= max && n % 8 == 0 => Ok(n),
+        _ if s.is_empty() => Err("the value is empty".into()),
+        _ => Err(format!(
+            "`{s}` is not a number of stack bytes to copy (0, or a multiple of 8 up to {max}; 8192 is a good start)"
         )),
     }
 }
@@ -403,6 +421,7 @@ impl RunArgs {
             buffer_size: self.buffer_size,
             max_keys: self.max_keys,
             max_in_flight: self.max_in_flight,
+            ustack_bytes: self.ustack_bytes.unwrap_or(0),
             no_cache: self.no_cache,
             listen: self.listen,
             web_config: self.web_config.clone(),

@@ -40,6 +40,8 @@ pub struct Options {
     /// Finds the cgroup a `cgroup == "PATH"` or `under("PATH")` names: the driver gives
     /// the host's hierarchy (`cgroups::lookup`); the checker reads no file system.
     pub cgroups: CgroupLookup,
+    /// `--ustack-bytes`: `Program::ustack_bytes`.
+    pub ustack_bytes: u32,
 }
 
 /// How the checker finds a cgroup by its path.
@@ -68,6 +70,7 @@ impl Default for Options {
             lookup: crate::elf::Lookup::default(),
             user_mode: None,
             cgroups: no_cgroups,
+            ustack_bytes: 0,
         }
     }
 }

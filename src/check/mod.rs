@@ -138,6 +138,11 @@ pub fn check_with(
         uses_kstack: cx.uses_kstack,
         uses_ustack: cx.uses_ustack,
         uses_sched: cx.uses_sched,
+        ustack_bytes: if cx.uses_ustack {
+            cx.opts.ustack_bytes
+        } else {
+            0
+        },
         features: kernel.features(),
         args: cx.args.into_values().collect(),
         begin,

@@ -26,6 +26,11 @@ pub struct Program {
     /// object then has the scheduler hooks that keep each thread's totals.
     #[serde(default)]
     pub uses_sched: bool,
+    /// `--ustack-bytes N`: user stacks are the registers and N bytes of the stack copied
+    /// at capture, unwound in user space with the files' call-frame information; 0: the
+    /// kernel's frame-pointer walk.
+    #[serde(default)]
+    pub ustack_bytes: u32,
     /// What the kernel the program was checked against can do: codegen picks the code
     /// for it (e.g. plain stores for min/max without BPF atomics).
     pub features: crate::btf::Features,

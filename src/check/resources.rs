@@ -213,6 +213,22 @@ pub const UFILE_PATH_CAP: usize = 128;
 /// Distinct (process, stack) pairs and files resolved; the maps take memory as they fill.
 pub const UFRAMES_ENTRIES: u32 = 16384;
 pub const UFILES_ENTRIES: u32 = 4096;
+/// With `--ustack-bytes N` (`Program::ustack_bytes`), `ustack`'s copies (fslat_stacks.bpf.h,
+/// `fslat_ustack_copy`): by the packed ustack key, `struct fslat_ustack_copy`: the user
+/// `ip`, `sp`, `bp` (`u64`s at `UCOPY_IP_AT`, `UCOPY_SP_AT`, `UCOPY_BP_AT`), the `u32`
+/// length copied at `UCOPY_LEN_AT`, and the stack's bytes from `sp` on at `UCOPY_BYTES_AT`.
+pub const UCOPIES_MAP: &str = "fslat_ucopies";
+/// The per-CPU work area of one copy (only the kernel side reads it).
+pub const UCOPY_SCRATCH_MAP: &str = "fslat_ucopy_scratch";
+pub const UCOPY_IP_AT: usize = 0;
+pub const UCOPY_SP_AT: usize = 8;
+pub const UCOPY_BP_AT: usize = 16;
+pub const UCOPY_LEN_AT: usize = 24;
+pub const UCOPY_BYTES_AT: usize = 32;
+/// Distinct (process, stack) copies kept; the map takes memory as it fills.
+pub const UCOPIES_ENTRIES: u32 = 4096;
+/// The most `--ustack-bytes` (perf's `--call-graph dwarf` takes up to 65528).
+pub const UCOPY_MAX: u32 = 32768;
 /// `percentiles`' interval generation, which user space bumps before each `-i` read
 /// (fslat_pct.bpf.h).
 pub const INTERVAL_MAP: &str = "fslat_interval";

@@ -172,6 +172,8 @@ struct ProgramData {
     ring: bool,
     /// `ustack` on a kernel with `bpf_find_vma`: frames resolved to files at capture.
     ustack_files: Option<UstackFilesData>,
+    /// `--ustack-bytes N`: registers and N bytes of stack copied at capture.
+    ustack_copy: Option<UstackCopyData>,
     /// BPF atomics with fetch/cmpxchg (5.12+); without, min/max are plain stores.
     atomics: bool,
     /// fentry mode's call stacks in task storage (5.11+), else in a hash map.
@@ -232,6 +234,20 @@ struct UstackFilesData {
     frame_offset_at: usize,
     path_at: usize,
     path_cap: usize,
+}
+
+/// `ustack`'s copies (`Program::ustack_bytes`), from `check::resources`.
+#[derive(Serialize)]
+struct UstackCopyData {
+    bytes: u32,
+    entries: u32,
+    map: &'static str,
+    scratch: &'static str,
+    ip_at: usize,
+    sp_at: usize,
+    bp_at: usize,
+    len_at: usize,
+    bytes_at: usize,
 }
 
 /// The ring buffer record `ustack` announces a process with.
@@ -612,6 +628,17 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
                 path_cap: resources::UFILE_PATH_CAP,
             },
         ),
+        ustack_copy: (program.uses_ustack && program.ustack_bytes > 0).then_some(UstackCopyData {
+            bytes: program.ustack_bytes,
+            entries: resources::UCOPIES_ENTRIES,
+            map: resources::UCOPIES_MAP,
+            scratch: resources::UCOPY_SCRATCH_MAP,
+            ip_at: resources::UCOPY_IP_AT,
+            sp_at: resources::UCOPY_SP_AT,
+            bp_at: resources::UCOPY_BP_AT,
+            len_at: resources::UCOPY_LEN_AT,
+            bytes_at: resources::UCOPY_BYTES_AT,
+        }),
         atomics: program.features.atomics,
         task_storage: program.features.task_storage,
         bpf_loop: program.features.bpf_loop,

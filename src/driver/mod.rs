@@ -77,6 +77,7 @@ fn check_options(
         },
         user_mode: resolve_user_mode(opts.mode, kernel)?,
         cgroups: crate::cgroups::lookup,
+        ustack_bytes: opts.ustack_bytes,
     })
 }
 

@@ -31,6 +31,8 @@ pub struct Options {
     pub max_keys: Option<u32>,
     /// `--max-in-flight`: each span's map size.
     pub max_in_flight: Option<u32>,
+    /// `--ustack-bytes`: `Program::ustack_bytes`.
+    pub ustack_bytes: u32,
     pub no_cache: bool,
     pub listen: Option<std::net::SocketAddr>,
     pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,

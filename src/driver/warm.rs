@@ -29,6 +29,8 @@ pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
         format!("{:?}", opts.mode).as_bytes(),
         // The function limit decides whether a script checks at all.
         format!("{}", opts.max_functions).as_bytes(),
+        // --ustack-bytes is compiled in (the copy's size).
+        format!("ustack-bytes {}", opts.ustack_bytes).as_bytes(),
         btf_path.as_os_str().as_encoded_bytes(),
         format!("{} {}", btf.size(), btf.mtime()).as_bytes(),
         &release,

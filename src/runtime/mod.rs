@@ -173,7 +173,8 @@ pub fn run(
                 handle(resources::USTACKS_MAP_2)?,
                 handle(resources::UFRAMES_MAP)?,
                 handle(resources::UFILES_MAP)?,
-            ),
+            )
+            .with_copies(handle(resources::UCOPIES_MAP)?),
         );
         out.set_stacks(table.clone());
         Some(table)

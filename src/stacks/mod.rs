@@ -13,6 +13,7 @@
 mod files;
 mod maps;
 mod modules;
+mod unwind;
 
 use crate::check::program::StackKind;
 use crate::check::resources::USTACK_SECOND;
@@ -68,6 +69,22 @@ fn is_own_frame(f: &Frame) -> bool {
             .is_some_and(|s| s.starts_with("bpf_prog_") || s.starts_with("bpf_trampoline_"))
 }
 
+/// The frame that ends (root first: starts) a user stack deeper than its copy.
+pub const TRUNCATED: &str = "[truncated]";
+
+/// A process's mappings as the unwinder sees them.
+struct Space<'a> {
+    maps: &'a [maps::Mapping],
+    cfi: &'a unwind::CfiCache,
+}
+
+impl unwind::Space for Space<'_> {
+    fn file_at(&self, addr: u64) -> Option<(std::rc::Rc<unwind::FileCfi>, u64)> {
+        let (path, offset) = maps::locate(self.maps, addr)?;
+        Some((self.cfi.get(path)?, offset))
+    }
+}
+
 /// The module of a frame in code the BPF JIT made.
 const JIT: &str = "[bpf]";
 
@@ -107,6 +124,11 @@ pub struct StackTable {
     mappings: RefCell<HashMap<u32, Vec<maps::Mapping>>>,
     /// The frames the program resolved at capture (kernels with `bpf_find_vma`).
     files: Option<files::Files>,
+    /// `--ustack-bytes`: the registers and stack slices the program copied, by key.
+    copies: Option<MapHandle>,
+    /// The call-frame information of the files of announced processes, read when they
+    /// were announced.
+    cfi: unwind::CfiCache,
     cache: RefCell<HashMap<(StackKind, u64), Arc<Stack>>>,
 }
 
@@ -128,6 +150,8 @@ impl StackTable {
             modules: modules::Modules::read(),
             mappings: RefCell::new(HashMap::new()),
             files: None,
+            copies: None,
+            cfi: unwind::CfiCache::default(),
             cache: RefCell::new(HashMap::new()),
         }
     }
@@ -148,6 +172,13 @@ impl StackTable {
         self
     }
 
+    /// The program's copies of user stacks (`--ustack-bytes`): user stacks are unwound
+    /// from them.
+    pub fn with_copies(mut self, copies: Option<MapHandle>) -> Self {
+        self.copies = copies;
+        self
+    }
+
     /// The program saw user stacks of `tgid` for the first time: keep its mappings now,
     /// while it lives. A process that is already gone is symbolized as far as possible.
     pub fn announce(&self, tgid: u32) {
@@ -159,7 +190,14 @@ impl StackTable {
         let _ = self
             .symbolizer
             .cache(&blazesym::symbolize::cache::Cache::Process(cache));
-        self.mappings.borrow_mut().insert(tgid, maps::read(tgid));
+        let maps = maps::read(tgid);
+        if self.copies.is_some() {
+            // The files' CFI now: they may be replaced or deleted before the stacks print.
+            for m in &maps {
+                self.cfi.get(&m.path);
+            }
+        }
+        self.mappings.borrow_mut().insert(tgid, maps);
     }
 
     /// The stack a `kstack`/`ustack` field or key holds (`raw` as the program stored it:
@@ -190,6 +228,14 @@ impl StackTable {
             frames: Vec::new(),
             lost: true,
         };
+        if kind == StackKind::User
+            && let Some(copies) = &self.copies
+        {
+            return match copies.lookup(&raw.to_ne_bytes(), MapFlags::ANY) {
+                Ok(Some(bytes)) if id >= 0 => self.unwound(tgid, &bytes).unwrap_or(lost),
+                _ => lost,
+            };
+        }
         let (Some(map), Ok(id)) = (map, u32::try_from(id)) else {
             return lost;
         };
@@ -331,6 +377,74 @@ impl StackTable {
             }
         }
         frames
+    }
+
+    /// A user stack from the program's copy (`struct fslat_ustack_copy`): unwound with the
+    /// CFI of the files mapped in the process when it was announced, then symbolized
+    /// from those files, so a process that has exited is shown whole. A stack that
+    /// could not be unwound to its end ends (root first: starts) with a frame saying so.
+    fn unwound(&self, tgid: u32, copy: &[u8]) -> Option<Stack> {
+        use crate::check::resources::{
+            UCOPY_BP_AT, UCOPY_BYTES_AT, UCOPY_IP_AT, UCOPY_LEN_AT, UCOPY_SP_AT,
+        };
+        let u64_at = |at: usize| Some(u64::from_ne_bytes(copy.get(at..at + 8)?.try_into().ok()?));
+        let regs = unwind::Regs {
+            ip: u64_at(UCOPY_IP_AT)?,
+            sp: u64_at(UCOPY_SP_AT)?,
+            bp: u64_at(UCOPY_BP_AT)?,
+        };
+        let len = u32::from_ne_bytes(copy.get(UCOPY_LEN_AT..UCOPY_LEN_AT + 4)?.try_into().ok()?);
+        let stack = copy.get(UCOPY_BYTES_AT..)?;
+        let stack = &stack[..(len as usize).min(stack.len())];
+        if !self.mappings.borrow().contains_key(&tgid) {
+            self.announce(tgid);
+        }
+        let mappings = self.mappings.borrow();
+        let maps = mappings.get(&tgid).map(Vec::as_slice).unwrap_or_default();
+        let space = Space {
+            maps,
+            cfi: &self.cfi,
+        };
+        let unwound = unwind::unwind(&space, regs, stack);
+        // Each frame's file (by its index in the mappings, plus one) and offset; a return
+        // address is located one byte back (a call that ends a mapping), as symbolized.
+        let places: Vec<Option<files::Place>> = unwound
+            .addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let back = u64::from(i > 0);
+                let at = maps
+                    .iter()
+                    .position(|m| (m.start..m.end).contains(&(a - back)))?;
+                let m = &maps[at];
+                Some(files::Place {
+                    file: at as u32 + 1,
+                    offset: a - m.start + m.offset,
+                })
+            })
+            .collect();
+        let path_of = |n: u32| Some(maps.get(n.checked_sub(1)? as usize)?.path.clone());
+        let mut frames = self.file_frames(&path_of, &unwound.addrs, &places);
+        let end = match unwound.end {
+            unwind::End::Complete => None,
+            unwind::End::Truncated => Some(TRUNCATED.to_string()),
+            unwind::End::Error(why) => Some(format!("[unwind_error:_{}]", clean_symbol(why))),
+        };
+        if let Some(name) = end {
+            frames.push(Frame {
+                addr: 0,
+                symbol: Some(name),
+                module: None,
+                file_offset: None,
+            });
+        }
+        frames.reverse();
+        Some(Stack {
+            kind: StackKind::User,
+            frames,
+            lost: false,
+        })
     }
 
     fn user_frames(&self, tgid: u32, addrs: &[u64]) -> Vec<Frame> {

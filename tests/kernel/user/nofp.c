@@ -1,0 +1,54 @@
+/*
+ * A program built -O2 -fomit-frame-pointer, as Debian builds its packages: main calls
+ * a_fn, which calls b_fn, which calls c_fn, which reads once, then it exits. `nofp read`
+ * reads with read(2) (4321 bytes asked); `nofp fread` with stdio, whose 4321-byte buffer
+ * is filled through fread -> _IO_file_underflow -> read. The functions are noinline and
+ * use their callee's result, so every call is a real frame (no inlining, no tail call).
+ * It lingers a second after the read (a third argument `now`: it exits at once).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static char buf[8192];
+static char iobuf[4321];
+
+__attribute__((noinline)) int c_fn(const char *how)
+{
+	if (strcmp(how, "fread") == 0) {
+		FILE *f = fopen("/proc/self/exe", "r");
+		if (!f)
+			return -1;
+		setvbuf(f, iobuf, _IOFBF, sizeof(iobuf));
+		int n = (int)fread(buf, 1, 10, f);
+		fclose(f);
+		return n;
+	}
+	int fd = open("/proc/self/exe", O_RDONLY);
+	int n = (int)read(fd, buf, 4321);
+	close(fd);
+	return n;
+}
+
+__attribute__((noinline)) int b_fn(const char *how)
+{
+	int n = c_fn(how);
+	__asm__ volatile("" : "+r"(n));
+	return n + 1;
+}
+
+__attribute__((noinline)) int a_fn(const char *how)
+{
+	int n = b_fn(how);
+	__asm__ volatile("" : "+r"(n));
+	return n + 1;
+}
+
+int main(int argc, char **argv)
+{
+	int n = a_fn(argc > 1 ? argv[1] : "read");
+	if (argc < 3 || strcmp(argv[2], "now") != 0)
+		sleep(1);
+	return n > 0 ? 0 : 1;
+}
