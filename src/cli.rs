@@ -251,7 +251,7 @@ fn parse_max_in_flight(s: &str) -> Result<u32, String> {
 }
 
 fn parse_ustack_bytes(s: &str) -> Result<u32, String> {
-    let max = crate::check::resources::UCOPY_MAX;
+    let max = crate::driver::UCOPY_MAX;
     match s.parse::<u32>() {
         Ok(n) if n <= max && n % 8 == 0 => Ok(n),
         _ if s.is_empty() => Err("the value is empty".into()),
