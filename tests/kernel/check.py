@@ -24,6 +24,9 @@
     check.py in-order FIELD VALUE...    the events' FIELD, in output order, are exactly
                                         the VALUEs
 
+    check.py row-sum PATTERN N          text output: the counts of the aggregation rows
+                                        whose keys match PATTERN add up to N
+
     check.py span-ledger                a span's text SUMMARY: every start is completed,
                                         restarted, evicted or still in flight
                                         (started == completed + restarted + evicted +
@@ -198,6 +201,16 @@ def nested(field, depth, calls):
             fail(f"call {g}: {field} is {levels}, expected 1..{depth} innermost first")
         if any(inner > outer for inner, outer in zip(lat, lat[1:])):
             fail(f"call {g}: an outer call is shorter than one inside it")
+
+
+def row_sum(pattern, n):
+    """Text output: the counts of the aggregation rows whose keys match PATTERN add up to N."""
+    rows = [re.fullmatch(r"  (.*) (\d+)", line.rstrip("\n")) for line in sys.stdin]
+    got = [(m.group(1), int(m.group(2))) for m in rows if m and re.search(pattern, m.group(1))]
+    total = sum(c for _, c in got)
+    if total != n:
+        fail(f"rows matching {pattern!r} add up to {total}, expected {n}: {got}")
+    print(f"{len(got)} rows matching {pattern!r} add up to {n}")
 
 
 def in_order(field, values):
@@ -384,6 +397,9 @@ def main():
         return
     if what == "flame":
         flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))
+        return
+    if what == "row-sum":
+        row_sum(sys.argv[2], int(sys.argv[3]))
         return
     if what == "in-order":
         in_order(sys.argv[2], sys.argv[3:])
