@@ -24,8 +24,8 @@
     check.py in-order FIELD VALUE...    the events' FIELD, in output order, are exactly
                                         the VALUEs
 
-    check.py row-sum PATTERN N          text output: the counts of the aggregation rows
-                                        whose keys match PATTERN add up to N
+    check.py row-sum PATTERN N|LO..HI   text output: the counts of the aggregation rows
+                                        whose keys match PATTERN add up to N (or LO..HI)
 
     check.py span-ledger                a span's text SUMMARY: every start is completed,
                                         restarted, evicted or still in flight
@@ -203,14 +203,17 @@ def nested(field, depth, calls):
             fail(f"call {g}: an outer call is shorter than one inside it")
 
 
-def row_sum(pattern, n):
-    """Text output: the counts of the aggregation rows whose keys match PATTERN add up to N."""
+def row_sum(pattern, want):
+    """Text output: the counts of the aggregation rows whose keys match PATTERN add up to
+    WANT: a number, or LO..HI."""
+    lo, _, hi = want.partition("..")
+    lo, hi = int(lo), int(hi or lo)
     rows = [re.fullmatch(r"  (.*) (\d+)", line.rstrip("\n")) for line in sys.stdin]
     got = [(m.group(1), int(m.group(2))) for m in rows if m and re.search(pattern, m.group(1))]
     total = sum(c for _, c in got)
-    if total != n:
-        fail(f"rows matching {pattern!r} add up to {total}, expected {n}: {got}")
-    print(f"{len(got)} rows matching {pattern!r} add up to {n}")
+    if not lo <= total <= hi:
+        fail(f"rows matching {pattern!r} add up to {total}, expected {want}: {got}")
+    print(f"{len(got)} rows matching {pattern!r} add up to {total}")
 
 
 def in_order(field, values):
@@ -399,7 +402,7 @@ def main():
         flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))
         return
     if what == "row-sum":
-        row_sum(sys.argv[2], int(sys.argv[3]))
+        row_sum(sys.argv[2], sys.argv[3])
         return
     if what == "in-order":
         in_order(sys.argv[2], sys.argv[3:])
