@@ -10,8 +10,8 @@
 //! ends it with an error. So a stack is always a prefix of the true one, never a wrong frame.
 
 use gimli::{
-    BaseAddresses, CfaRule, DebugFrame, EhFrame, LittleEndian, RegisterRule, UnwindContext,
-    UnwindSection, X86_64,
+    BaseAddresses, CfaRule, DebugFrame, EhFrame, EndianSlice, LittleEndian, RegisterRule,
+    UnwindContext, UnwindSection, X86_64,
 };
 use object::{Object, ObjectSection, ObjectSegment};
 use std::cell::RefCell;
@@ -153,44 +153,9 @@ impl FileCfi {
     fn index(&self) -> Vec<Fde> {
         let mut fdes = Vec::new();
         let eh = EhFrame::new(&self.eh_frame, LittleEndian);
-        let mut entries = eh.entries(&self.eh_bases);
-        while let Ok(Some(entry)) = entries.next() {
-            if fdes.len() >= MAX_FDES {
-                break;
-            }
-            if let gimli::CieOrFde::Fde(partial) = entry
-                && let Ok(fde) = partial.parse(EhFrame::cie_from_offset)
-                && fde.len() > 0
-                && fde.len() <= MAX_FDE_LEN
-            {
-                fdes.push(Fde {
-                    start: fde.initial_address(),
-                    end: fde.initial_address().saturating_add(fde.len()),
-                    offset: fde.offset(),
-                    debug: false,
-                });
-            }
-        }
-        let bases = BaseAddresses::default();
+        collect_fdes(&eh, &self.eh_bases, false, &mut fdes);
         let debug = DebugFrame::new(&self.debug_frame, LittleEndian);
-        let mut entries = debug.entries(&bases);
-        while let Ok(Some(entry)) = entries.next() {
-            if fdes.len() >= MAX_FDES {
-                break;
-            }
-            if let gimli::CieOrFde::Fde(partial) = entry
-                && let Ok(fde) = partial.parse(DebugFrame::cie_from_offset)
-                && fde.len() > 0
-                && fde.len() <= MAX_FDE_LEN
-            {
-                fdes.push(Fde {
-                    start: fde.initial_address(),
-                    end: fde.initial_address().saturating_add(fde.len()),
-                    offset: fde.offset(),
-                    debug: true,
-                });
-            }
-        }
+        collect_fdes(&debug, &BaseAddresses::default(), true, &mut fdes);
         fdes.sort_by_key(|f| (f.start, !f.debug));
         fdes
     }
@@ -378,6 +343,31 @@ impl CfiCache {
             .borrow_mut()
             .insert(path.to_string(), cfi.clone());
         cfi
+    }
+}
+
+/// The FDEs of one call-frame section, up to `MAX_FDES` in all, into `fdes`.
+fn collect_fdes<'a, S>(section: &S, bases: &BaseAddresses, debug: bool, fdes: &mut Vec<Fde>)
+where
+    S: UnwindSection<EndianSlice<'a, LittleEndian>>,
+{
+    let mut entries = section.entries(bases);
+    while let Ok(Some(entry)) = entries.next() {
+        if fdes.len() >= MAX_FDES {
+            break;
+        }
+        if let gimli::CieOrFde::Fde(partial) = entry
+            && let Ok(fde) = partial.parse(S::cie_from_offset)
+            && fde.len() > 0
+            && fde.len() <= MAX_FDE_LEN
+        {
+            fdes.push(Fde {
+                start: fde.initial_address(),
+                end: fde.initial_address().saturating_add(fde.len()),
+                offset: fde.offset(),
+                debug,
+            });
+        }
     }
 }
 
