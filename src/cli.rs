@@ -12,31 +12,29 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// `--help`'s summary of the language, so the binary alone is enough to write a script;
-/// the aggregations' lines come from `aggregate::ALL`.
+/// the builtins' lines come from `check::builtins::BUILTINS`, the aggregations' from
+/// `aggregate::ALL`.
 fn language_summary() -> String {
     format!(
-        "{LANGUAGE_BEFORE_AGGREGATIONS}{}{LANGUAGE_AFTER_AGGREGATIONS}",
+        "{LANGUAGE_BEFORE_BUILTINS}{}{LANGUAGE_AFTER_BUILTINS}{}{LANGUAGE_AFTER_AGGREGATIONS}",
+        driver::builtin_help(),
         driver::aggregation_help()
     )
 }
 
-const LANGUAGE_BEFORE_AGGREGATIONS: &str = "\
+const LANGUAGE_BEFORE_BUILTINS: &str = "\
 The language: a script is one or more sessions, each
   session FUNC[, FUNC, GLOB*] [where CONDITION] [{ ACTION; ACTION ... }]
 FUNC is a kernel function with BTF (`fslat -l 'vfs_*'` lists them). No block means
 { emit }. Comments start with # or //. Files end in .fsl.
 
 Names:
-  tgid            the process (what user space calls the pid)
-  pid, tid        the thread
-  comm uid gid cpu cgroup ts func
-  latency, ret    the time from entry to return, the return value (return phase)
+";
+
+const LANGUAGE_AFTER_BUILTINS: &str = "  ret             the return value (return phase)
   count, file...  the function's parameters by name; arg0 .. argN by position
   file->f_path.dentry->d_name.name   struct fields, through pointers
-  kstack, ustack  call stacks (in emit and as by keys only)
-  cgroup_path, unit, container, pod   the task's cgroup v2 path, systemd unit,
-                  container id, pod UID (in emit and as by keys only; choose cgroups
-                  with cgroup == \"/system.slice/a.service\" or under(\"/kubepods.slice\"))
+  cgroup == \"/system.slice/a.service\", under(\"/kubepods.slice\")   choose cgroups
 Values: 42 0x2a 1_000  500ns 250us 10ms 2s  \"text\"  true false
 Operators: == != < <= > >=  and or not (&& || !)  + - * / %  & | ^ ~ << >>
 

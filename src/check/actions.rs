@@ -29,15 +29,19 @@ impl Checker<'_> {
             });
             if scope.several {
                 let cap = scope.func_cap;
-                fields.push(("func".into(), 0..0, builtin(Builtin::Func, Ty::Str { cap })));
+                fields.push((
+                    "func".into(),
+                    0..0,
+                    builtin(builtins::FUNC, Ty::Str { cap }),
+                ));
             }
             fields.push((
                 "comm".into(),
                 0..0,
-                builtin(Builtin::Comm, Ty::Str { cap: COMM_CAP }),
+                builtin(builtins::COMM, Ty::Str { cap: COMM_CAP }),
             ));
-            fields.push(("tgid".into(), 0..0, builtin(Builtin::Tgid, u32t.clone())));
-            fields.push(("pid".into(), 0..0, builtin(Builtin::Pid, u32t)));
+            fields.push(("tgid".into(), 0..0, builtin(builtins::TGID, u32t.clone())));
+            fields.push(("pid".into(), 0..0, builtin(builtins::PID, u32t)));
             let reserved = ["comm", "tgid", "pid", "ret", "latency", "func"];
             for (i, p) in scope.params.iter().enumerate() {
                 // A `const char *` is a string the caller passes in (`do_sys_openat2`'s
@@ -48,7 +52,7 @@ impl Checker<'_> {
                     continue;
                 }
                 let taken =
-                    reserved.contains(&p.name.as_str()) || builtins::by_name(&p.name).is_some();
+                    reserved.contains(&p.name.as_str()) || Builtin::named(&p.name).is_some();
                 let name = if taken {
                     format!("arg{i}")
                 } else {
@@ -87,7 +91,7 @@ impl Checker<'_> {
                 fields.push((
                     "latency".into(),
                     0..0,
-                    builtin(Builtin::Latency, Ty::Duration),
+                    builtin(builtins::LATENCY, Ty::Duration),
                 ));
             }
         } else {

@@ -4,23 +4,30 @@
 //! table in docs/language.md ("Names") against it. `docs/architecture.md` has the recipe
 //! for a new one.
 
-use super::program::{Builtin, SchedFig, StackKind};
+use super::program::StackKind;
 use crate::cgroups::CgroupView;
 
-/// One builtin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One builtin: everything about it is here, so adding one is one entry of `BUILTINS`.
+#[derive(Debug, PartialEq, Eq)]
 pub struct BuiltinDef {
-    /// The names a script writes it by (`pid` and `tid` are one builtin).
+    /// The names a script writes it by (`pid` and `tid` are one builtin); the first is
+    /// its name in the checked program.
     pub names: &'static [&'static str],
-    pub builtin: Builtin,
     pub ty: BuiltinTy,
     /// The type as docs/language.md's table says it.
     pub shown_as: &'static str,
+    /// What `--help` says of it.
+    pub help: &'static str,
     /// Whether only the return phase has it (`latency`, the stacks); the others are read
     /// in whichever phase uses them.
     pub at_return: bool,
     pub c: C,
 }
+
+/// A builtin in the checked program: a handle to its entry of `BUILTINS`, serialised by
+/// its name (as `aggregate::AggFunc` is an aggregation's).
+#[derive(Clone, Copy)]
+pub struct Builtin(&'static BuiltinDef);
 
 /// A builtin's script type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +53,7 @@ pub enum C {
     /// is read at both ends shares `latency`'s clock.
     Expr(&'static str),
     /// A string: codegen's string code copies it (`bpf_get_current_comm`, the function
-    /// name table).
+    /// name table, by mode).
     String,
     /// A stack id from `fslat_stackid` (bpf-runtime), counted in `stack_lost` when lost.
     Stack(StackKind),
@@ -58,20 +65,79 @@ impl BuiltinDef {
     pub fn reads_entry_time(&self) -> bool {
         matches!(self.c, C::Expr(e) if e.contains("{start}"))
     }
+
+    /// Whether it is one of the thread's scheduler totals (`oncpu`...), which the checker
+    /// turns into the call's share (the total at return minus at entry).
+    pub fn reads_sched(&self) -> bool {
+        matches!(self.c, C::Expr(e) if e.contains("{sched}"))
+    }
+
+    /// Its name in the checked program and `--help`'s first.
+    pub fn name(&self) -> &'static str {
+        self.names[0]
+    }
+}
+
+impl Builtin {
+    /// The builtin a name means, if any.
+    pub fn named(name: &str) -> Option<Builtin> {
+        BUILTINS.iter().find(|b| b.names.contains(&name)).copied()
+    }
+}
+
+impl std::ops::Deref for Builtin {
+    type Target = BuiltinDef;
+    fn deref(&self) -> &BuiltinDef {
+        self.0
+    }
+}
+
+impl PartialEq for Builtin {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Builtin {}
+
+impl std::hash::Hash for Builtin {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name().hash(state)
+    }
+}
+
+impl std::fmt::Debug for Builtin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for Builtin {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Builtin {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        Builtin::named(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("no builtin named {name}")))
+    }
 }
 
 const fn def(
     names: &'static [&'static str],
-    builtin: Builtin,
     ty: BuiltinTy,
     shown_as: &'static str,
+    help: &'static str,
     c: C,
 ) -> BuiltinDef {
     BuiltinDef {
         names,
-        builtin,
         ty,
         shown_as,
+        help,
         at_return: false,
         c,
     }
@@ -84,169 +150,167 @@ const fn at_return(d: BuiltinDef) -> BuiltinDef {
     }
 }
 
-/// Every builtin, in the order docs/language.md and the unknown-name hint list them.
-pub const BUILTINS: &[BuiltinDef] = &[
-    def(
-        &["tgid"],
-        Builtin::Tgid,
-        BuiltinTy::U32,
-        "u32",
-        C::Expr("(__u32)({pid_tgid} >> 32)"),
-    ),
-    def(
-        &["pid", "tid"],
-        Builtin::Pid,
-        BuiltinTy::U32,
-        "u32 (the kernel's thread id)",
-        C::Expr("(__u32){pid_tgid}"),
-    ),
-    def(
-        &["comm"],
-        Builtin::Comm,
-        BuiltinTy::Comm,
-        "string (15 bytes)",
-        C::String,
-    ),
-    def(
+// The builtins the checker and codegen name, besides reading their entries.
+pub const TGID: Builtin = Builtin(&def(
+    &["tgid"],
+    BuiltinTy::U32,
+    "u32",
+    "the process (what user space calls the pid)",
+    C::Expr("(__u32)({pid_tgid} >> 32)"),
+));
+pub const PID: Builtin = Builtin(&def(
+    &["pid", "tid"],
+    BuiltinTy::U32,
+    "u32 (the kernel's thread id)",
+    "the thread",
+    C::Expr("(__u32){pid_tgid}"),
+));
+pub const COMM: Builtin = Builtin(&def(
+    &["comm"],
+    BuiltinTy::Comm,
+    "string (15 bytes)",
+    "the task's name",
+    C::String,
+));
+pub const CGROUP: Builtin = Builtin(&def(
+    &["cgroup"],
+    BuiltinTy::U64,
+    "u64 (the cgroup v2 id)",
+    "the task's cgroup v2 id",
+    C::Expr("bpf_get_current_cgroup_id()"),
+));
+pub const LATENCY: Builtin = Builtin(&at_return(def(
+    &["latency"],
+    BuiltinTy::Duration,
+    "duration",
+    "the time from entry to return (return phase)",
+    C::Expr("({now} - {start})"),
+)));
+pub const FUNC: Builtin = Builtin(&def(
+    &["func"],
+    BuiltinTy::FuncName,
+    "string, the traced function's name",
+    "the traced function's name",
+    C::String,
+));
+pub const KSTACK: Builtin = Builtin(&at_return(def(
+    &["kstack"],
+    BuiltinTy::Stack(StackKind::Kernel),
+    "the kernel call stack (see \"Stacks\")",
+    "the kernel call stack (in emit and as by keys only)",
+    C::Stack(StackKind::Kernel),
+)));
+pub const USTACK: Builtin = Builtin(&at_return(def(
+    &["ustack"],
+    BuiltinTy::Stack(StackKind::User),
+    "the user call stack (see \"Stacks\")",
+    "the user call stack (in emit and as by keys only)",
+    C::Stack(StackKind::User),
+)));
+
+/// Every builtin, in the order docs/language.md, `--help` and the unknown-name hint list
+/// them.
+pub const BUILTINS: &[Builtin] = &[
+    TGID,
+    PID,
+    COMM,
+    Builtin(&def(
         &["uid"],
-        Builtin::Uid,
         BuiltinTy::U32,
         "u32",
+        "the task's user id",
         C::Expr("(__u32){uid_gid}"),
-    ),
-    def(
+    )),
+    Builtin(&def(
         &["gid"],
-        Builtin::Gid,
         BuiltinTy::U32,
         "u32",
+        "the task's group id",
         C::Expr("(__u32)({uid_gid} >> 32)"),
-    ),
-    def(
+    )),
+    Builtin(&def(
         &["cpu"],
-        Builtin::Cpu,
         BuiltinTy::U32,
         "u32",
+        "the CPU the program runs on",
         C::Expr("bpf_get_smp_processor_id()"),
-    ),
-    def(
-        &["cgroup"],
-        Builtin::Cgroup,
-        BuiltinTy::U64,
-        "u64 (the cgroup v2 id)",
-        C::Expr("bpf_get_current_cgroup_id()"),
-    ),
-    def(
+    )),
+    CGROUP,
+    Builtin(&def(
         &["ts"],
-        Builtin::Ts,
         BuiltinTy::U64,
         "u64, ns, monotonic time of entry",
+        "the call's entry time, ns of the monotonic clock",
         C::Expr("{start}"),
-    ),
-    at_return(def(
-        &["latency"],
-        Builtin::Latency,
-        BuiltinTy::Duration,
-        "duration",
-        C::Expr("({now} - {start})"),
     )),
-    def(
-        &["func"],
-        Builtin::Func,
-        BuiltinTy::FuncName,
-        "string, the traced function's name",
-        C::String,
-    ),
-    at_return(def(
-        &["kstack"],
-        Builtin::Kstack,
-        BuiltinTy::Stack(StackKind::Kernel),
-        "the kernel call stack (see \"Stacks\")",
-        C::Stack(StackKind::Kernel),
-    )),
-    at_return(def(
-        &["ustack"],
-        Builtin::Ustack,
-        BuiltinTy::Stack(StackKind::User),
-        "the user call stack (see \"Stacks\")",
-        C::Stack(StackKind::User),
-    )),
-    def(
+    LATENCY,
+    FUNC,
+    KSTACK,
+    USTACK,
+    Builtin(&def(
         &["cgroup_path"],
-        Builtin::CgroupName(CgroupView::Path),
         BuiltinTy::CgroupName(CgroupView::Path),
         "the task's cgroup path (see \"Services and containers\")",
+        "the task's cgroup v2 path (in emit and as by keys only)",
         C::Expr("bpf_get_current_cgroup_id()"),
-    ),
-    def(
+    )),
+    Builtin(&def(
         &["unit"],
-        Builtin::CgroupName(CgroupView::Unit),
         BuiltinTy::CgroupName(CgroupView::Unit),
         "the task's systemd unit (see \"Services and containers\")",
+        "the task's systemd unit (in emit and as by keys only)",
         C::Expr("bpf_get_current_cgroup_id()"),
-    ),
-    def(
+    )),
+    Builtin(&def(
         &["container"],
-        Builtin::CgroupName(CgroupView::Container),
         BuiltinTy::CgroupName(CgroupView::Container),
         "the task's container id (see \"Services and containers\")",
+        "the task's container id (in emit and as by keys only)",
         C::Expr("bpf_get_current_cgroup_id()"),
-    ),
-    def(
+    )),
+    Builtin(&def(
         &["pod"],
-        Builtin::CgroupName(CgroupView::Pod),
         BuiltinTy::CgroupName(CgroupView::Pod),
         "the task's Kubernetes pod (see \"Services and containers\")",
+        "the task's pod UID (in emit and as by keys only)",
         C::Expr("bpf_get_current_cgroup_id()"),
-    ),
-    at_return(def(
+    )),
+    Builtin(&at_return(def(
         &["oncpu"],
-        Builtin::Sched(SchedFig::Oncpu),
         BuiltinTy::Duration,
         "duration, the call's time on a CPU (see \"Where a call's time went\")",
+        "the call's time on a CPU (return phase)",
         C::Expr("{sched}.v[FSLAT_SCHED_ONCPU]"),
-    )),
-    at_return(def(
+    ))),
+    Builtin(&at_return(def(
         &["runq"],
-        Builtin::Sched(SchedFig::Runq),
         BuiltinTy::Duration,
         "duration, the call's time runnable, waiting for a CPU",
+        "the call's time runnable, waiting for a CPU (return phase)",
         C::Expr("{sched}.v[FSLAT_SCHED_RUNQ]"),
-    )),
-    at_return(def(
+    ))),
+    Builtin(&at_return(def(
         &["blocked"],
-        Builtin::Sched(SchedFig::Blocked),
         BuiltinTy::Duration,
         "duration, the call's time asleep",
+        "the call's time asleep (return phase)",
         C::Expr("{sched}.v[FSLAT_SCHED_BLOCKED_NS]"),
-    )),
-    at_return(def(
+    ))),
+    Builtin(&at_return(def(
         &["offcpu"],
-        Builtin::Sched(SchedFig::Offcpu),
         BuiltinTy::Duration,
         "duration, `runq + blocked`",
+        "runq + blocked (return phase)",
         C::Expr("{sched}.v[FSLAT_SCHED_OFFCPU]"),
-    )),
-    at_return(def(
+    ))),
+    Builtin(&at_return(def(
         &["switches"],
-        Builtin::Sched(SchedFig::Switches),
         BuiltinTy::U64,
         "u64, times the call's thread left the CPU",
+        "times the call's thread left the CPU (return phase)",
         C::Expr("{sched}.v[FSLAT_SCHED_SWITCHES]"),
-    )),
+    ))),
 ];
-
-/// The builtin a name means, if any.
-pub fn by_name(name: &str) -> Option<&'static BuiltinDef> {
-    BUILTINS.iter().find(|d| d.names.contains(&name))
-}
-
-/// A builtin's entry in the table.
-pub fn def_of(b: Builtin) -> &'static BuiltinDef {
-    BUILTINS
-        .iter()
-        .find(|d| d.builtin == b)
-        .expect("every builtin is in BUILTINS")
-}
 
 /// Names a user may write besides parameters, for hints and completion.
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
@@ -261,6 +325,14 @@ pub fn docs_row(d: &BuiltinDef) -> String {
     let names: Vec<String> = d.names.iter().map(|n| format!("`{n}`")).collect();
     let phase = if d.at_return { "return" } else { "both" };
     format!("| {} | {} | {phase} |", names.join(", "), d.shown_as)
+}
+
+/// `--help`'s lines for the builtins, one each.
+pub fn help() -> String {
+    BUILTINS
+        .iter()
+        .map(|d| format!("  {:<16}{}\n", d.names.join(", "), d.help))
+        .collect()
 }
 
 #[cfg(test)]
@@ -280,7 +352,7 @@ mod tests {
             .skip(1)
             .take(BUILTINS.len())
             .collect();
-        let expected: Vec<String> = BUILTINS.iter().map(docs_row).collect();
+        let expected: Vec<String> = BUILTINS.iter().map(|b| docs_row(b)).collect();
         assert_eq!(rows, expected);
     }
 
@@ -288,11 +360,13 @@ mod tests {
     fn every_builtin_has_one_entry_and_distinct_names() {
         let mut seen = std::collections::HashSet::new();
         for d in BUILTINS {
-            assert_eq!(def_of(d.builtin), d);
             for n in d.names {
                 assert!(seen.insert(*n), "{n} twice");
-                assert_eq!(by_name(n), Some(d));
+                assert_eq!(Builtin::named(n), Some(*d));
             }
+            let json = serde_json::to_string(d).expect("serialises");
+            let back: Builtin = serde_json::from_str(&json).expect("deserialises");
+            assert_eq!(back.c, d.c);
         }
     }
 }

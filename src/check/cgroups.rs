@@ -46,7 +46,7 @@ impl Checker<'_> {
         if !matches!(op, BinOp::Eq | BinOp::Ne) {
             return Ok((l, r));
         }
-        let cgroup = ExprKind::Builtin(Builtin::Cgroup);
+        let cgroup = ExprKind::Builtin(super::builtins::CGROUP);
         // A bundle's `$1` as the path: the path is resolved now, so its value is compiled in.
         let path_arg = |e: &Expr| matches!((&e.kind, &e.ty), (ExprKind::Arg(_), Ty::Str { .. }));
         let (l, r) = match (&l.kind, &r.kind) {

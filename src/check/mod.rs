@@ -436,7 +436,7 @@ impl<'k> Checker<'k> {
     /// by `$`; in fslat a name is one thing in a block).
     fn let_value(&mut self, scope: &Scope, name: &ast::Ident, value: &ast::Expr) -> Checked<Expr> {
         let n = name.name.as_str();
-        let what = if builtins::by_name(n).is_some() || matches!(n, "ret" | "start") {
+        let what = if builtins::Builtin::named(n).is_some() || matches!(n, "ret" | "start") {
             Some("a builtin")
         } else if scope.params.iter().any(|p| p.name == n)
             || n.strip_prefix("arg")

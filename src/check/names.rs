@@ -1,7 +1,7 @@
 //! What a name means in a session: a builtin (`tgid`, `latency`, ...), a parameter by name
 //! or as `argN`, or `ret`; and how a BTF type looks as a script value.
 
-use super::builtins::{self, BuiltinTy, builtin_names};
+use super::builtins::{BuiltinTy, builtin_names};
 use super::program::*;
 use super::{COMM_CAP, Checked, Checker, STRING_CAP, Scope, quote_list};
 use crate::btf::{KType, TypeId};
@@ -56,7 +56,7 @@ impl Checker<'_> {
         if let Some((_, value)) = self.lets.iter().rev().find(|(n, _)| n == name) {
             return Ok(value.clone());
         }
-        if let Some(def) = builtins::by_name(name) {
+        if let Some(def) = Builtin::named(name) {
             if self.at_point && def.at_return && !matches!(def.ty, BuiltinTy::Stack(_)) {
                 return Err(self.at_point_only(name, span));
             }
@@ -89,9 +89,9 @@ impl Checker<'_> {
             };
             let value = Expr {
                 ty,
-                kind: ExprKind::Builtin(def.builtin),
+                kind: ExprKind::Builtin(def),
             };
-            if let Builtin::Sched(_) = def.builtin {
+            if def.reads_sched() {
                 return self.sched_share(value, name, span);
             }
             return Ok(value);

@@ -134,8 +134,8 @@ impl Checker<'_> {
                 }
                 // `func` is one of the session's functions, and nothing else.
                 for (lit, other, lit_span) in [(&l, &r, &lhs.span), (&r, &l, &rhs.span)] {
-                    if let (ExprKind::Str(bytes), ExprKind::Builtin(Builtin::Func)) =
-                        (&lit.kind, &other.kind)
+                    if let (ExprKind::Str(bytes), ExprKind::Builtin(b)) = (&lit.kind, &other.kind)
+                        && *b == super::builtins::FUNC
                     {
                         self.traced_function(scope, bytes, lit_span.clone())?;
                     }

@@ -3,6 +3,7 @@
 //! schema fixed. Codegen and the output decoder both read this; nothing else describes an
 //! event's layout.
 
+pub use super::builtins::Builtin;
 use crate::aggregate::Linear;
 use crate::btf::TypeId;
 use crate::diag::Span;
@@ -287,7 +288,7 @@ impl Session {
         for e in self.entry_filter.iter().chain(self.return_exprs()) {
             e.visit(&mut |x| {
                 if let ExprKind::Builtin(b) = x.kind {
-                    timed |= super::builtins::def_of(b).reads_entry_time();
+                    timed |= b.reads_entry_time();
                 }
             });
         }
@@ -311,7 +312,7 @@ impl Session {
     pub fn uses_sched(&self) -> bool {
         self.entry_values
             .iter()
-            .any(|v| matches!(v.kind, ExprKind::Builtin(Builtin::Sched(_))))
+            .any(|v| matches!(v.kind, ExprKind::Builtin(b) if b.reads_sched()))
     }
 
     /// Whether its event or one of its aggregation keys is a stack.
@@ -514,38 +515,6 @@ pub enum StringSource {
     Pointer,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum Builtin {
-    Tgid,
-    Pid,
-    Comm,
-    Uid,
-    Gid,
-    Cpu,
-    Cgroup,
-    Ts,
-    Latency,
-    /// The name of the function the call is in.
-    Func,
-    Kstack,
-    Ustack,
-    /// `cgroup_path`, `unit`, `container`, `pod`: the cgroup id, named in user space.
-    CgroupName(crate::cgroups::CgroupView),
-    /// `oncpu`, `runq`, `blocked`, `offcpu`, `switches`: the thread's running total, which
-    /// the checker turns into the call's share (the total at return minus at entry).
-    Sched(SchedFig),
-}
-
-/// One of the per-thread totals the scheduler hooks keep (bpf-runtime/fslat_sched.bpf.h).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum SchedFig {
-    Oncpu,
-    Runq,
-    Blocked,
-    Offcpu,
-    Switches,
-}
-
 impl Expr {
     /// The expressions this one is made of, for passes that rewrite them.
     pub fn children_mut(&mut self) -> Vec<&mut Expr> {
@@ -580,7 +549,7 @@ impl Expr {
     pub fn at_return(&self) -> bool {
         match &self.kind {
             ExprKind::Ret | ExprKind::Entry(_) => true,
-            ExprKind::Builtin(b) => super::builtins::def_of(*b).at_return,
+            ExprKind::Builtin(b) => b.at_return,
             ExprKind::Read { base, .. }
             | ExprKind::Deref(base)
             | ExprKind::Path(base)

@@ -76,9 +76,9 @@ impl Checker<'_> {
             matches!(
                 k,
                 Ok(Expr {
-                    kind: ExprKind::Builtin(Builtin::Pid),
+                    kind: ExprKind::Builtin(b),
                     ..
-                })
+                }) if *b == super::builtins::PID
             )
         };
         self.span_by_thread = by_thread(&start_key) && by_thread(&end_key);
@@ -259,7 +259,7 @@ fn same_key_type(a: &Ty, b: &Ty) -> bool {
 }
 
 fn uses_stack(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Builtin(Builtin::Kstack | Builtin::Ustack))
+    matches!(e.kind, ExprKind::Builtin(b) if matches!(b.c, super::builtins::C::Stack(_)))
         || e.clone().children_mut().into_iter().any(|c| uses_stack(c))
 }
 

@@ -177,7 +177,7 @@ fn carry(session: &mut Session, ustack: bool) {
 fn carry_expr(e: &mut Expr, saved: &mut Vec<Expr>, ustack: bool) {
     let from_entry = match e.kind {
         ExprKind::Param(_) => true,
-        ExprKind::Builtin(Builtin::Ustack) => ustack,
+        ExprKind::Builtin(b) if b == super::builtins::USTACK => ustack,
         _ => false,
     };
     if from_entry {

@@ -226,7 +226,7 @@ impl<'p> Phase<'p> {
 
     /// A builtin's C, from `check::builtins`.
     fn builtin(&mut self, b: Builtin) -> String {
-        match builtins::def_of(b).c {
+        match b.c {
             C::Expr(c) => {
                 type Read<'q> = fn(&mut Phase<'q>) -> String;
                 let mut out = c.to_string();
@@ -483,7 +483,7 @@ impl<'p> Phase<'p> {
         if let ExprKind::Str(bytes) = &e.kind {
             return c_string(bytes);
         }
-        if e.kind == ExprKind::Builtin(Builtin::Func) {
+        if e.kind == ExprKind::Builtin(builtins::FUNC) {
             if self.multi || self.shared {
                 return format!("fslat_funcs_{}[fslat_fn]", self.session.index);
             }
@@ -535,14 +535,16 @@ impl<'p> Phase<'p> {
 
     fn fill_string_unordered(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
         match &e.kind {
-            ExprKind::Builtin(Builtin::Comm) => format!("bpf_get_current_comm({dst}, {cap});"),
-            ExprKind::Builtin(Builtin::Func) if self.multi || self.shared => {
+            ExprKind::Builtin(b) if *b == builtins::COMM => {
+                format!("bpf_get_current_comm({dst}, {cap});")
+            }
+            ExprKind::Builtin(b) if *b == builtins::FUNC && (self.multi || self.shared) => {
                 format!(
                     "__builtin_memcpy({dst}, fslat_funcs_{}[fslat_fn], {cap});",
                     self.session.index
                 )
             }
-            ExprKind::Builtin(Builtin::Func) => {
+            ExprKind::Builtin(b) if *b == builtins::FUNC => {
                 let name = self.target.func.as_bytes();
                 let n = (name.len() + 1).min(cap as usize);
                 format!("__builtin_memcpy({dst}, {}, {n});", c_string(name))

@@ -22,6 +22,7 @@ pub use crate::btf::{Btf, FuncSig, KType, KernelTypes};
 pub use crate::build::Compiler;
 pub use crate::bundle::BundleError;
 pub use crate::cgroups::{Cgroup, lookup as lookup_cgroup};
+pub use crate::check::builtins::help as builtin_help;
 pub use crate::check::resources::UCOPY_MAX;
 pub use crate::check::{DEFAULT_MAX_FUNCTIONS, builtin_names};
 pub use crate::codegen::{AGG_ENTRIES, INFLIGHT_ENTRIES, PCT_ENTRIES};
@@ -213,7 +214,7 @@ fn report_skipped(program: &Program) {
 /// is the thread, so the comparison sees the main thread only (bpftrace's `pid` is the
 /// process, and the mistake is easy to make).
 fn report_pid_of_threaded_process(program: &Program) {
-    use crate::check::program::{Builtin, ExprKind};
+    use crate::check::{builtins, program::ExprKind};
     for s in &program.sessions {
         let mut pids = std::collections::BTreeSet::new();
         for filter in [&s.entry_filter, &s.return_filter].into_iter().flatten() {
@@ -222,8 +223,8 @@ fn report_pid_of_threaded_process(program: &Program) {
                     && op.is_comparison()
                 {
                     for (a, b) in [(lhs, rhs), (rhs, lhs)] {
-                        if let (ExprKind::Builtin(Builtin::Pid), ExprKind::Int(n)) =
-                            (&a.kind, &b.kind)
+                        if let (ExprKind::Builtin(builtin), ExprKind::Int(n)) = (&a.kind, &b.kind)
+                            && *builtin == builtins::PID
                             && let Ok(pid) = u32::try_from(*n)
                         {
                             pids.insert(pid);
