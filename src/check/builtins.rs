@@ -235,6 +235,13 @@ pub const BUILTINS: &[Builtin] = &[
         "the CPU the program runs on",
         C::Expr("bpf_get_smp_processor_id()"),
     )),
+    Builtin(&def(
+        &["numa_node"],
+        BuiltinTy::U32,
+        "u32",
+        "the NUMA node of that CPU (bpftrace's numaid)",
+        C::Expr("bpf_get_numa_node_id()"),
+    )),
     CGROUP,
     Builtin(&def(
         &["ts"],
