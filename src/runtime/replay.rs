@@ -15,9 +15,10 @@
 //! tracing links (their function ids) and user-space probes (their offsets) are looked up
 //! at each start, and load through libbpf.
 
+use super::load::{Sizes, initial_data};
 use super::loaded::Loaded;
 use super::shared::Copy;
-use super::{Settings, Sizes, initial_data, present};
+use super::{Settings, present};
 use crate::check::program::Program;
 use crate::check::resources::{Mode, Prog, ProgRole};
 use crate::sys::load::MadeProg;
