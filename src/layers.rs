@@ -204,6 +204,65 @@ fn the_import_graph_of_top_level_modules_has_no_circle() {
     );
 }
 
+/// The folders whose every function (tests aside) fits in `LONGEST` lines as rustfmt
+/// lays it out: a longer one is several steps that want names of their own.
+const SHORT_FUNCTIONS: &[&str] = &["runtime/"];
+const LONGEST: usize = 120;
+
+/// Each function of rustfmt-formatted `text`: its name, first line and length in lines
+/// (from `fn` to the closing brace at its indentation).
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let Some(at) = body.find("fn ") else { continue };
+        let before = &body[..at];
+        let qualifiers = before
+            .split_whitespace()
+            .all(|w| w.starts_with("pub") || matches!(w, "const" | "unsafe" | "async"));
+        if !qualifiers || body.ends_with(';') || body.ends_with('}') {
+            continue;
+        }
+        let name: String = body[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i..].iter().position(|l| *l == close) {
+            out.push((name, i + 1, end + 1));
+        }
+    }
+    out
+}
+
+#[test]
+fn functions_of_the_runtime_fit_in_120_lines() {
+    let long: Vec<String> = sources()
+        .into_iter()
+        .filter(|(_, file, _)| SHORT_FUNCTIONS.iter().any(|d| file.starts_with(d)))
+        .flat_map(|(_, file, text)| {
+            functions(&text)
+                .into_iter()
+                .filter(|(_, _, n)| *n > LONGEST)
+                .map(move |(name, line, n)| format!("{file}:{line}: {name}, {n} lines"))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "longer than {LONGEST} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn functions_are_measured_from_fn_to_their_closing_brace() {
+    let text = "fn a() {\n    x;\n}\n\nimpl T {\n    pub(super) fn b(\n        y: u8,\n    ) {\n        z;\n    }\n    fn c();\n}\n";
+    let got = functions(text);
+    assert_eq!(got, [("a".to_string(), 1, 3), ("b".to_string(), 6, 5)]);
+}
+
 #[test]
 fn paths_are_read_from_use_lines_groups_and_code() {
     let text = "use crate::a::b;\nuse crate::{c, d::e};\nlet x = crate::f::g(); crate::m!();\n// crate::h\n";
