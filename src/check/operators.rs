@@ -113,51 +113,13 @@ impl Checker<'_> {
             }
         }
         let (l, r) = self.cgroup_path_operands(scope, op, l, r, lhs, rhs)?;
-        let mismatch = |l: &Expr, r: &Expr| DiagKind::Mismatch {
-            op: op.symbol(),
-            lhs: l.ty.describe(),
-            rhs: r.ty.describe(),
-        };
-        let node = |ty: Ty, l: Expr, r: Expr, signed: bool| Expr {
-            ty,
-            kind: ExprKind::Binary {
-                op,
-                lhs: Box::new(l),
-                rhs: Box::new(r),
-                signed,
-            },
-        };
         match (&l.ty, &r.ty) {
             (Ty::Str { cap: a }, Ty::Str { cap: b }) => {
-                if !matches!(op, BinOp::Eq | BinOp::Ne) {
-                    return Err(self.error(span, DiagKind::StringOperator { op: op.symbol() }));
-                }
-                // `func` is one of the session's functions, and nothing else.
-                for (lit, other, lit_span) in [(&l, &r, &lhs.span), (&r, &l, &rhs.span)] {
-                    if let (ExprKind::Str(bytes), ExprKind::Builtin(b)) = (&lit.kind, &other.kind)
-                        && *b == super::builtins::FUNC
-                    {
-                        self.traced_function(scope, bytes, lit_span.clone())?;
-                    }
-                }
-                // A literal longer than what the other side can hold never matches.
-                for (lit, other_cap, lit_span) in [(&l, *b, &lhs.span), (&r, *a, &rhs.span)] {
-                    if let ExprKind::Str(bytes) = &lit.kind
-                        && bytes.len() as u32 >= other_cap
-                    {
-                        return Err(self.error(
-                            lit_span.clone(),
-                            DiagKind::StringTooLong {
-                                len: bytes.len(),
-                                cap: other_cap,
-                            },
-                        ));
-                    }
-                }
-                Ok(node(Ty::Bool, l, r, false))
+                let (a, b) = (*a, *b);
+                self.strings(scope, op, l, r, (a, b), (lhs, rhs), span)
             }
             (Ty::Str { .. }, _) | (_, Ty::Str { .. }) => {
-                let mut d = Diagnostic::new(span, mismatch(&l, &r));
+                let mut d = Diagnostic::new(span, mismatch(op, &l, &r));
                 if let Some(hint) = self.untyped_arg_hint(&l, &r, "a string") {
                     d = d.hint(hint);
                 }
@@ -166,61 +128,18 @@ impl Checker<'_> {
             (Ty::Duration, Ty::Int(_)) | (Ty::Int(_), Ty::Duration)
                 if op.is_comparison() || matches!(op, BinOp::Add | BinOp::Sub | BinOp::Rem) =>
             {
-                let int_side = if matches!(l.ty, Ty::Int(_)) { &l } else { &r };
-                let mut d = Diagnostic::new(span, DiagKind::DurationVsInteger);
-                if let ExprKind::Int(v) = int_side.kind {
-                    let dur_side = if matches!(l.ty, Ty::Int(_)) { rhs } else { lhs };
-                    let dur_text = &self.source[dur_side.span.clone()];
-                    let lit = duration_literal(v);
-                    d = d.hint(if matches!(l.ty, Ty::Duration) {
-                        format!("write `{dur_text} {} {lit}`", op.symbol())
-                    } else {
-                        format!("write `{lit} {} {dur_text}`", op.symbol())
-                    });
-                }
-                d = d.hint("durations are written with a unit: 500ns, 250us, 10ms, 2s");
-                if let Some(hint) = self.untyped_arg_hint(&l, &r, "a duration") {
-                    d = d.hint(hint);
-                }
-                Err(self.error_with(d))
+                Err(self.duration_vs_integer(op, &l, &r, (lhs, rhs), span))
             }
-            (Ty::Duration, Ty::Duration) => {
-                if op.is_comparison() {
-                    Ok(node(Ty::Bool, l, r, false))
-                } else {
-                    match op {
-                        BinOp::Add | BinOp::Sub | BinOp::Rem => {
-                            if op == BinOp::Rem {
-                                self.nonzero_divisor(&r, rhs)?;
-                            }
-                            Ok(fold(node(Ty::Duration, l, r, false)))
-                        }
-                        BinOp::Div => {
-                            self.nonzero_divisor(&r, rhs)?;
-                            // Folded, so `count / (1us / 1ms)` is seen to divide by 0.
-                            Ok(fold(node(
-                                Ty::Int(Scalar {
-                                    size: 8,
-                                    signed: false,
-                                }),
-                                l,
-                                r,
-                                false,
-                            )))
-                        }
-                        _ => Err(self.error(span, mismatch(&l, &r))),
-                    }
-                }
-            }
+            (Ty::Duration, Ty::Duration) => self.durations(op, l, r, rhs, span),
             (Ty::Duration, Ty::Int(_)) if matches!(op, BinOp::Mul | BinOp::Div) => {
                 if op == BinOp::Div {
                     self.nonzero_divisor(&r, rhs)?;
                     self.not_a_unit_conversion(&r, lhs, span.clone())?;
                 }
-                Ok(fold(node(Ty::Duration, l, r, false)))
+                Ok(fold(node(op, Ty::Duration, l, r, false)))
             }
             (Ty::Int(_), Ty::Duration) if op == BinOp::Mul => {
-                Ok(fold(node(Ty::Duration, l, r, false)))
+                Ok(fold(node(op, Ty::Duration, l, r, false)))
             }
             (Ty::Int(a), Ty::Int(b)) => {
                 let (a, b) = (*a, *b);
@@ -231,7 +150,7 @@ impl Checker<'_> {
                     let signed = (a.signed && lc.is_none())
                         || (b.signed && rc.is_none())
                         || (lc.is_some() && rc.is_some());
-                    return Ok(fold(node(Ty::Bool, l, r, signed)));
+                    return Ok(fold(node(op, Ty::Bool, l, r, signed)));
                 }
                 if matches!(op, BinOp::Div | BinOp::Rem) {
                     self.nonzero_divisor(&r, rhs)?;
@@ -243,6 +162,7 @@ impl Checker<'_> {
                 }
                 let signed = (a.signed && lc.is_none()) || (b.signed && rc.is_none());
                 Ok(fold(node(
+                    op,
                     Ty::Int(Scalar { size: 8, signed }),
                     l,
                     r,
@@ -250,18 +170,125 @@ impl Checker<'_> {
                 )))
             }
             (Ty::Bool, Ty::Bool) if matches!(op, BinOp::Eq | BinOp::Ne) => {
-                Ok(node(Ty::Bool, l, r, false))
+                Ok(node(op, Ty::Bool, l, r, false))
             }
             (Ty::Ptr { .. }, Ty::Ptr { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => {
-                Ok(node(Ty::Bool, l, r, false))
+                Ok(node(op, Ty::Bool, l, r, false))
             }
             (Ty::Ptr { .. }, Ty::Int(_)) | (Ty::Int(_), Ty::Ptr { .. })
                 if matches!(op, BinOp::Eq | BinOp::Ne)
                     && (const_value(&l).is_some() || const_value(&r).is_some()) =>
             {
-                Ok(node(Ty::Bool, l, r, false))
+                Ok(node(op, Ty::Bool, l, r, false))
             }
-            _ => Err(self.error(span, mismatch(&l, &r))),
+            _ => Err(self.error(span, mismatch(op, &l, &r))),
+        }
+    }
+
+    /// `l op r` of two strings (`==`, `!=`): `(a, b)` their caps.
+    #[allow(clippy::too_many_arguments)]
+    fn strings(
+        &mut self,
+        scope: &Scope,
+        op: BinOp,
+        l: Expr,
+        r: Expr,
+        (a, b): (u32, u32),
+        (lhs, rhs): (&ast::Expr, &ast::Expr),
+        span: Span,
+    ) -> Checked<Expr> {
+        if !matches!(op, BinOp::Eq | BinOp::Ne) {
+            return Err(self.error(span, DiagKind::StringOperator { op: op.symbol() }));
+        }
+        // `func` is one of the session's functions, and nothing else.
+        for (lit, other, lit_span) in [(&l, &r, &lhs.span), (&r, &l, &rhs.span)] {
+            if let (ExprKind::Str(bytes), ExprKind::Builtin(b)) = (&lit.kind, &other.kind)
+                && *b == super::builtins::FUNC
+            {
+                self.traced_function(scope, bytes, lit_span.clone())?;
+            }
+        }
+        // A literal longer than what the other side can hold never matches.
+        for (lit, other_cap, lit_span) in [(&l, b, &lhs.span), (&r, a, &rhs.span)] {
+            if let ExprKind::Str(bytes) = &lit.kind
+                && bytes.len() as u32 >= other_cap
+            {
+                return Err(self.error(
+                    lit_span.clone(),
+                    DiagKind::StringTooLong {
+                        len: bytes.len(),
+                        cap: other_cap,
+                    },
+                ));
+            }
+        }
+        Ok(node(op, Ty::Bool, l, r, false))
+    }
+
+    /// A duration and an integer where only two durations go: the error, with the
+    /// literal written as a duration when the integer is one.
+    fn duration_vs_integer(
+        &mut self,
+        op: BinOp,
+        l: &Expr,
+        r: &Expr,
+        (lhs, rhs): (&ast::Expr, &ast::Expr),
+        span: Span,
+    ) -> super::Reported {
+        let int_side = if matches!(l.ty, Ty::Int(_)) { l } else { r };
+        let mut d = Diagnostic::new(span, DiagKind::DurationVsInteger);
+        if let ExprKind::Int(v) = int_side.kind {
+            let dur_side = if matches!(l.ty, Ty::Int(_)) { rhs } else { lhs };
+            let dur_text = &self.source[dur_side.span.clone()];
+            let lit = duration_literal(v);
+            d = d.hint(if matches!(l.ty, Ty::Duration) {
+                format!("write `{dur_text} {} {lit}`", op.symbol())
+            } else {
+                format!("write `{lit} {} {dur_text}`", op.symbol())
+            });
+        }
+        d = d.hint("durations are written with a unit: 500ns, 250us, 10ms, 2s");
+        if let Some(hint) = self.untyped_arg_hint(l, r, "a duration") {
+            d = d.hint(hint);
+        }
+        self.error_with(d)
+    }
+
+    /// `l op r` of two durations.
+    fn durations(
+        &mut self,
+        op: BinOp,
+        l: Expr,
+        r: Expr,
+        rhs: &ast::Expr,
+        span: Span,
+    ) -> Checked<Expr> {
+        if op.is_comparison() {
+            Ok(node(op, Ty::Bool, l, r, false))
+        } else {
+            match op {
+                BinOp::Add | BinOp::Sub | BinOp::Rem => {
+                    if op == BinOp::Rem {
+                        self.nonzero_divisor(&r, rhs)?;
+                    }
+                    Ok(fold(node(op, Ty::Duration, l, r, false)))
+                }
+                BinOp::Div => {
+                    self.nonzero_divisor(&r, rhs)?;
+                    // Folded, so `count / (1us / 1ms)` is seen to divide by 0.
+                    Ok(fold(node(
+                        op,
+                        Ty::Int(Scalar {
+                            size: 8,
+                            signed: false,
+                        }),
+                        l,
+                        r,
+                        false,
+                    )))
+                }
+                _ => Err(self.error(span, mismatch(op, &l, &r))),
+            }
         }
     }
 
@@ -472,4 +499,26 @@ pub fn duration_literal(ns: i128) -> String {
         }
     }
     format!("{ns}ns")
+}
+
+/// `l op r`, of type `ty`, done signed or not in C.
+fn node(op: BinOp, ty: Ty, l: Expr, r: Expr, signed: bool) -> Expr {
+    Expr {
+        ty,
+        kind: ExprKind::Binary {
+            op,
+            lhs: Box::new(l),
+            rhs: Box::new(r),
+            signed,
+        },
+    }
+}
+
+/// The error of an operator between types it does not take.
+fn mismatch(op: BinOp, l: &Expr, r: &Expr) -> DiagKind {
+    DiagKind::Mismatch {
+        op: op.symbol(),
+        lhs: l.ty.describe(),
+        rhs: r.ty.describe(),
+    }
 }
