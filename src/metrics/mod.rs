@@ -19,7 +19,7 @@ pub use server::{Head, Server, read_head};
 pub use web_config::WebConfig;
 
 use crate::aggregate::Linear;
-use crate::aggregate::buckets::PCT_SHIFT;
+use crate::aggregate::buckets::{PCT_SHIFT, PCT_SUB};
 use crate::aggregate::{MetricKind, PointValue};
 use crate::output::Value;
 use crate::output::figures::{AggFigures, Figures, Publish};
@@ -258,28 +258,33 @@ fn native_buckets(v: &PointValue, duration: bool, linear: Option<Linear>) -> Opt
     }
 }
 
-/// Exported `percentiles` buckets: 0 is `[0, 32)` (the kernel's exact buckets), then
-/// four a power of two from `[32, 40)` on.
-const PCT_EXPORT_BUCKETS: usize = 1 + 4 * (64 - PCT_SHIFT as usize);
+/// Exported `percentiles` buckets per power of two: coarser than the kernel's `PCT_SUB`,
+/// so that an exported histogram stays a few hundred buckets.
+const PCT_EXPORT_SUB: usize = 4;
+
+/// Exported `percentiles` buckets: 0 is `[0, PCT_SUB)` (the kernel's exact buckets), then
+/// `PCT_EXPORT_SUB` a power of two from `[PCT_SUB, ..)` on.
+const PCT_EXPORT_BUCKETS: usize = 1 + PCT_EXPORT_SUB * (64 - PCT_SHIFT as usize);
 
 /// The exported bucket of the kernel's percentile bucket `i` (`aggregate::buckets`).
 fn pct_export(i: usize) -> usize {
-    let sub = crate::aggregate::buckets::PCT_SUB as usize;
+    let sub = PCT_SUB as usize;
     if i < sub {
         0
     } else {
-        1 + 4 * (i / sub - 1) + (i % sub) / (sub / 4)
+        1 + PCT_EXPORT_SUB * (i / sub - 1) + (i % sub) / (sub / PCT_EXPORT_SUB)
     }
 }
 
 /// The inclusive upper bound of exported percentile bucket `c` (`None`: none).
 fn pct_export_bound(c: usize) -> Option<u64> {
     if c == 0 {
-        return Some(crate::aggregate::buckets::PCT_SUB - 1);
+        return Some(PCT_SUB - 1);
     }
-    let k = (c - 1) / 4 + PCT_SHIFT as usize;
-    let q = ((c - 1) % 4) as u64 + 1;
-    (1u64 << k).checked_add(q << (k - 2)).map(|h| h - 1)
+    let k = (c - 1) / PCT_EXPORT_SUB + PCT_SHIFT as usize;
+    let q = ((c - 1) % PCT_EXPORT_SUB) as u64 + 1;
+    let width_shift = k - PCT_EXPORT_SUB.trailing_zeros() as usize;
+    (1u64 << k).checked_add(q << width_shift).map(|h| h - 1)
 }
 
 /// A value in the exported unit: seconds for durations.
