@@ -23,9 +23,75 @@ impl Checker<'_> {
             return v;
         }
         let b = self.expr(scope, base)?;
-        // The struct whose member is read, and the read so far (a user-space session's
-        // with its offsets).
-        let (struct_ty, root, root_name, mut path, mut hops) = match (&b.ty, arrow) {
+        let (struct_ty, root, root_name, mut path, mut hops) =
+            self.read_so_far(b, base, arrow, field)?;
+        let KType::Struct { .. } = self.types().resolve(struct_ty) else {
+            return Err(self.error(
+                base.span.clone(),
+                DiagKind::NotAStruct {
+                    ty: self.types().type_name(struct_ty),
+                },
+            ));
+        };
+        let Some(f) = self.types().field(struct_ty, &field.name) else {
+            return Err(self.no_such_field(struct_ty, field));
+        };
+        if f.bitfield {
+            return Err(self.error(
+                field.span.clone(),
+                DiagKind::Bitfield {
+                    field: field.name.clone(),
+                },
+            ));
+        }
+        let Some(ty) = self.value_type(f.ty) else {
+            return Err(self.error(
+                field.span.clone(),
+                DiagKind::Unreadable {
+                    ty: self.types().type_name(f.ty),
+                },
+            ));
+        };
+        let user_offset = self
+            .user
+            .as_ref()
+            .map(|u| u.field_offset(struct_ty, &f.name).unwrap_or(0));
+        match (user_offset, hops.last_mut()) {
+            (Some(off), Some(last)) => *last += off,
+            // Kernel structs are read with CO-RE: codegen declares what is read.
+            _ => self.declare_member(struct_ty, &f.name, f.ty),
+        }
+        let string = match (&ty, self.types().resolve(f.ty)) {
+            (Ty::Str { .. }, KType::Array { .. }) => Some(StringSource::Array),
+            (Ty::Str { .. }, _) => Some(StringSource::Pointer),
+            _ => None,
+        };
+        path.last_mut()
+            .expect("a read path has at least one group")
+            .push(f.name.clone());
+        Ok(Expr {
+            ty,
+            kind: ExprKind::Read {
+                base: Box::new(root),
+                root: root_name,
+                path,
+                string,
+                hops: user_offset.map(|_| hops),
+            },
+        })
+    }
+
+    /// The struct whose member `field` is read from `b` (`base` checked), and the read so
+    /// far: its base, its root struct, its path and (a user-space session's) offsets.
+    #[allow(clippy::type_complexity)]
+    fn read_so_far(
+        &mut self,
+        b: Expr,
+        base: &ast::Expr,
+        arrow: bool,
+        field: &ast::Ident,
+    ) -> Checked<(TypeId, Expr, StructName, Vec<Vec<String>>, Vec<u32>)> {
+        Ok(match (&b.ty, arrow) {
             (Ty::Ptr { pointee, .. }, true) => match b.kind {
                 ExprKind::Read {
                     base,
@@ -97,76 +163,27 @@ impl Checker<'_> {
                     self.error(base.span.clone(), DiagKind::NotAStruct { ty: t.describe() })
                 );
             }
-        };
-        let KType::Struct { .. } = self.types().resolve(struct_ty) else {
-            return Err(self.error(
-                base.span.clone(),
-                DiagKind::NotAStruct {
-                    ty: self.types().type_name(struct_ty),
-                },
-            ));
-        };
-        let Some(f) = self.types().field(struct_ty, &field.name) else {
-            let names = self.types().field_names(struct_ty);
-            let mut d = Diagnostic::new(
-                field.span.clone(),
-                DiagKind::NoSuchField {
-                    field: field.name.clone(),
-                    ty: self.types().type_name(struct_ty),
-                },
-            );
-            let near = closest(&field.name, names.iter().map(String::as_str));
-            if let Some(best) = near.first() {
-                d = d.hint(format!("did you mean `{best}`?"));
-            }
-            if !names.is_empty() && names.len() <= 40 {
-                d = d.hint(format!("its fields are {}", names.join(", ")));
-            }
-            return Err(self.error_with(d));
-        };
-        if f.bitfield {
-            return Err(self.error(
-                field.span.clone(),
-                DiagKind::Bitfield {
-                    field: field.name.clone(),
-                },
-            ));
-        }
-        let Some(ty) = self.value_type(f.ty) else {
-            return Err(self.error(
-                field.span.clone(),
-                DiagKind::Unreadable {
-                    ty: self.types().type_name(f.ty),
-                },
-            ));
-        };
-        let user_offset = self
-            .user
-            .as_ref()
-            .map(|u| u.field_offset(struct_ty, &f.name).unwrap_or(0));
-        match (user_offset, hops.last_mut()) {
-            (Some(off), Some(last)) => *last += off,
-            // Kernel structs are read with CO-RE: codegen declares what is read.
-            _ => self.declare_member(struct_ty, &f.name, f.ty),
-        }
-        let string = match (&ty, self.types().resolve(f.ty)) {
-            (Ty::Str { .. }, KType::Array { .. }) => Some(StringSource::Array),
-            (Ty::Str { .. }, _) => Some(StringSource::Pointer),
-            _ => None,
-        };
-        path.last_mut()
-            .expect("a read path has at least one group")
-            .push(f.name.clone());
-        Ok(Expr {
-            ty,
-            kind: ExprKind::Read {
-                base: Box::new(root),
-                root: root_name,
-                path,
-                string,
-                hops: user_offset.map(|_| hops),
-            },
         })
+    }
+
+    /// No member `field` in struct `struct_ty`: the error, with the nearest names.
+    fn no_such_field(&mut self, struct_ty: TypeId, field: &ast::Ident) -> super::Reported {
+        let names = self.types().field_names(struct_ty);
+        let mut d = Diagnostic::new(
+            field.span.clone(),
+            DiagKind::NoSuchField {
+                field: field.name.clone(),
+                ty: self.types().type_name(struct_ty),
+            },
+        );
+        let near = closest(&field.name, names.iter().map(String::as_str));
+        if let Some(best) = near.first() {
+            d = d.hint(format!("did you mean `{best}`?"));
+        }
+        if !names.is_empty() && names.len() <= 40 {
+            d = d.hint(format!("its fields are {}", names.join(", ")));
+        }
+        self.error_with(d)
     }
 
     /// Records that a script reads member `name` of struct `ty`, so codegen declares it.
