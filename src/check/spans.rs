@@ -72,15 +72,6 @@ impl Checker<'_> {
             .map(|p| (p.clone(), vec![p.slot]))
             .collect();
         let end_key = self.span_key(&end_scope, &ends.end.key, 0);
-        let by_thread = |k: &Checked<Expr>| {
-            matches!(
-                k,
-                Ok(Expr {
-                    kind: ExprKind::Builtin(b),
-                    ..
-                }) if *b == super::builtins::PID
-            )
-        };
         self.span_by_thread = by_thread(&start_key) && by_thread(&end_key);
         let (entry_filter, return_filter) = match &s.predicate {
             Some(p) => match self.condition(&end_scope, p) {
@@ -97,18 +88,7 @@ impl Checker<'_> {
         let (start_key, end_key, start_filter) =
             (start_key.ok()?, end_key.ok()?, start_filter.ok()?);
         if !same_key_type(&start_key.ty, &end_key.ty) {
-            let d = Diagnostic::new(
-                ends.end.key.span.clone(),
-                DiagKind::SpanKeyMismatch {
-                    start: start_key.ty.describe(),
-                    end: end_key.ty.describe(),
-                },
-            )
-            .hint(format!(
-                "START's key is `{}`: pick keys of one type at both points (a pid, a pointer to the same struct)",
-                self.source.get(ends.start.key.span.clone()).unwrap_or("?")
-            ));
-            self.error_with(d);
+            self.span_key_mismatch(ends, &start_key, &end_key);
             return None;
         }
         let mut params = end_params.clone();
@@ -150,6 +130,22 @@ impl Checker<'_> {
             }),
             on: None,
         })
+    }
+
+    /// START's and END's keys are of different types: the error.
+    fn span_key_mismatch(&mut self, ends: &ast::SpanEnds, start_key: &Expr, end_key: &Expr) {
+        let d = Diagnostic::new(
+            ends.end.key.span.clone(),
+            DiagKind::SpanKeyMismatch {
+                start: start_key.ty.describe(),
+                end: end_key.ty.describe(),
+            },
+        )
+        .hint(format!(
+            "START's key is `{}`: pick keys of one type at both points (a pid, a pointer to the same struct)",
+            self.source.get(ends.start.key.span.clone()).unwrap_or("?")
+        ));
+        self.error_with(d);
     }
 
     /// START's or END's function or tracepoint, by exact name.
@@ -271,4 +267,15 @@ fn shift_params(e: &mut Expr, offset: usize) {
     for c in e.children_mut() {
         shift_params(c, offset);
     }
+}
+
+/// Whether a span's key is the thread (`pid`): START and END then meet on one thread.
+fn by_thread(k: &Checked<Expr>) -> bool {
+    matches!(
+        k,
+        Ok(Expr {
+            kind: ExprKind::Builtin(b),
+            ..
+        }) if *b == super::builtins::PID
+    )
 }
