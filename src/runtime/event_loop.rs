@@ -58,17 +58,15 @@ pub(super) fn trace<'a>(
     let started = SystemTime::now();
     // Every series exists from the first scrape after `Tracing`: zeros until counted (an
     // empty page would read as a successful scrape with no fslat_* series).
-    if let Some(board) = &settings.metrics {
-        board.publish(publish::figures(
-            loaded,
-            copies,
-            program,
-            settings,
-            &vec![0; program.sessions.len()],
-            started,
-            stacks.as_deref(),
-        )?);
-    }
+    publish::to_exporters(
+        loaded,
+        copies,
+        program,
+        settings,
+        &vec![0; program.sessions.len()],
+        started,
+        stacks.as_deref(),
+    )?;
     // Before `Tracing`: whoever sees it sees the run with what it keeps.
     if let Some(extra) = settings.keep_after_attach {
         privileges::keep_what_the_run_needs(loaded, program, extra);

@@ -11,6 +11,25 @@ use crate::output::{Summary, figures};
 use crate::stacks::StackTable;
 use libbpf_rs::{MapCore, MapFlags};
 
+/// Hands the exporters (`--listen`, `--otlp`), if any, the figures as they stand now.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn to_exporters(
+    obj: &Loaded,
+    copies: &[Copy],
+    program: &Program,
+    settings: &Settings,
+    events: &[u64],
+    start: std::time::SystemTime,
+    stacks: Option<&StackTable>,
+) -> Result<(), RuntimeError> {
+    if let Some(board) = &settings.metrics {
+        board.publish(figures(
+            obj, copies, program, settings, events, start, stacks,
+        )?);
+    }
+    Ok(())
+}
+
 /// The figures `--listen` and `--otlp` export, as they stand now.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn figures(

@@ -63,17 +63,15 @@ pub(super) fn finish(
         bad_records: bad,
         in_flight,
     };
-    if let Some(board) = &settings.metrics {
-        board.publish(publish::figures(
-            loaded,
-            copies,
-            program,
-            settings,
-            &events,
-            started,
-            stacks.as_deref(),
-        )?);
-    }
+    publish::to_exporters(
+        loaded,
+        copies,
+        program,
+        settings,
+        &events,
+        started,
+        stacks.as_deref(),
+    )?;
     // bpftrace's END: after the last event, before what the run adds up.
     for l in &program.end {
         out.user_line(&crate::output::printf::render_line(l))
