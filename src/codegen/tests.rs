@@ -201,10 +201,13 @@ fn kprobe_sessions_read_registers_and_compile() {
 /// includes is one of fslat's, found by name in its text.
 #[test]
 fn every_partial_a_template_includes_is_a_known_template() {
-    let names: Vec<&str> = super::TEMPLATE_TEXTS.iter().map(|(n, _)| *n).collect();
+    let names: Vec<&str> = super::templates::TEMPLATE_TEXTS
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
     let mut included = 0;
-    for (name, text) in super::TEMPLATE_TEXTS {
-        for partial in super::partials_of(text) {
+    for (name, text) in super::templates::TEMPLATE_TEXTS {
+        for partial in super::templates::partials_of(text) {
             assert!(
                 names.contains(&partial),
                 "{name} includes unknown {partial}"
@@ -217,7 +220,7 @@ fn every_partial_a_template_includes_is_a_known_template() {
         "partials_of found only {included} inclusions"
     );
     assert_eq!(
-        super::partials_of("a {{> entry_filter reject=\"\"}} b {{>return_phase}}")
+        super::templates::partials_of("a {{> entry_filter reject=\"\"}} b {{>return_phase}}")
             .collect::<Vec<_>>(),
         ["entry_filter", "return_phase"]
     );
