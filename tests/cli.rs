@@ -1,7 +1,7 @@
 //! The front ends on the host: `-l` over the host kernel's BTF, `doctor`, completions and
 //! the man page, and the REPL — scripted through standard input, and interactive through a
 //! pseudo-terminal (tmux; `tests/vm/setup-host` installs it). Nothing here traces: what
-//! runs a script stops before loading, and `doctor`'s test program is all that may load,
+//! runs a script stops before loading, and `doctor`'s test programs are all that may load,
 //! so the tests hold whether or not the host allows function tracing.
 
 use std::io::Write;
@@ -327,10 +327,9 @@ fn help_summarises_the_language_with_examples_that_check() {
 }
 
 /// doctor's report, whatever this host allows: a line for each requirement, a fix under
-/// each one missing, and a verdict and exit status that follow from the lines. (The hosts
-/// this project is built on forbid function tracing, so there it takes the missing path:
-/// fentry/fexit missing because the test program could not load, exit 1; the guests'
-/// kernel cases take the other.)
+/// each one missing, what can be traced (kernel functions, tracepoints, user functions:
+/// yes when a test program of one of the kinds that trace it loaded and attached), and a
+/// verdict and exit status that follow from those lines.
 #[test]
 fn doctor_verdict_and_exit_status_follow_from_its_lines() {
     let out = fslat(&["doctor"]);
@@ -343,15 +342,26 @@ fn doctor_verdict_and_exit_status_follow_from_its_lines() {
             .unwrap_or_else(|| panic!("no {name} line:\n{stdout}"));
         line[name.len()..].split_whitespace().next().unwrap_or("")
     };
-    let always_required = [
+    let required = [
         "kernel",
         "privileges",
         "BTF",
         "BPF JIT",
-        "fentry/fexit",
+        "ring buffer",
         "clang",
     ];
-    for name in always_required.iter().chain(&["fsession", "cache"]) {
+    let kinds = [
+        (
+            "kernel functions",
+            &["fentry/fexit", "fsession", "kprobe_session"][..],
+        ),
+        ("tracepoints", &["tp_btf"][..]),
+        (
+            "user functions",
+            &["uprobe", "uprobe_session", "uprobe_multi"][..],
+        ),
+    ];
+    for name in required.iter().chain(&["cache"]) {
         assert!(
             matches!(status(name), "ok" | "missing"),
             "{name}: {}\n{stdout}",
@@ -368,44 +378,121 @@ fn doctor_verdict_and_exit_status_follow_from_its_lines() {
             );
         }
     }
-    let verdict = *lines.last().expect("a verdict line");
-    match verdict.strip_prefix("fslat cannot trace on this machine: ") {
-        Some(rest) => {
-            assert_eq!(out.status.code(), Some(1), "{stdout}");
-            let names = rest
-                .strip_suffix(" missing.")
-                .expect("ends with `missing.`");
-            for name in names.split(", ") {
-                assert_eq!(status(name), "missing", "{name} in the verdict:\n{stdout}");
-            }
-            for name in always_required {
-                if status(name) == "missing" {
-                    assert!(names.split(", ").any(|n| n == name), "{name}:\n{stdout}");
-                }
-            }
-        }
-        None => {
-            assert_eq!(verdict, "fslat can trace on this machine.", "{stdout}");
-            assert_eq!(out.status.code(), Some(0), "{stdout}");
-            for name in always_required {
-                assert_eq!(status(name), "ok", "{name}:\n{stdout}");
-            }
-        }
-    }
-    if status("fentry/fexit") == "missing" {
-        let tracing = lines
+    let mut can = Vec::new();
+    let mut cannot = Vec::new();
+    for (what, names) in kinds {
+        let ok: Vec<&str> = names
             .iter()
-            .find(|l| l.starts_with("fentry/fexit"))
-            .expect("the fentry/fexit line");
-        assert!(
-            tracing.contains("function tracing is unavailable"),
-            "{stdout}"
-        );
+            .copied()
+            .filter(|n| status(n) == "ok")
+            .collect();
+        let line = lines
+            .iter()
+            .find(|l| l.trim_start().starts_with(what))
+            .unwrap_or_else(|| panic!("no `{what}` line:\n{stdout}"));
+        let expected = if ok.is_empty() {
+            cannot.push(what);
+            format!("  {what:16}  no   (refused: {})", names.join(", "))
+        } else {
+            can.push(what);
+            format!("  {what:16}  yes  ({})", ok.join(", "))
+        };
+        assert_eq!(*line, expected, "{stdout}");
     }
+    let verdict = *lines.last().expect("a verdict line");
+    let missing: Vec<&str> = required
+        .iter()
+        .copied()
+        .filter(|n| status(n) == "missing")
+        .collect();
+    let expected = if !missing.is_empty() {
+        format!(
+            "fslat cannot trace on this machine: {} missing.",
+            missing.join(", ")
+        )
+    } else if can.is_empty() {
+        "fslat cannot trace on this machine: every test program was refused.".into()
+    } else if cannot.is_empty() {
+        "fslat can trace on this machine.".into()
+    } else {
+        format!(
+            "fslat can trace {} on this machine, not {}.",
+            can.join(" and "),
+            cannot.join(" and ")
+        )
+    };
+    assert_eq!(verdict, expected, "{stdout}");
+    let code = if expected.starts_with("fslat can") {
+        0
+    } else {
+        1
+    };
+    assert_eq!(out.status.code(), Some(code), "{stdout}");
     // Advice a user of the installed binary can follow: nothing in the source tree.
     for tree_only in ["tests/", "docs/", "examples/"] {
         assert!(!stdout.contains(tree_only), "{tree_only} in:\n{stdout}");
     }
+}
+
+/// On a host whose kernel refuses function tracing to root (this project's machines:
+/// fentry loads fail with EPERM, no CONFIG_KPROBES) but allows uprobes, doctor says that
+/// user functions and tracepoints can be traced and kernel functions cannot, exits 0, and
+/// its fix says whether ftrace_enabled or lockdown is the cause, from the files themselves.
+/// (Before: "fslat cannot trace on this machine", exit 1, and a guess at the cause.)
+#[test]
+fn doctor_on_a_host_that_refuses_function_tracing_says_user_functions_work() {
+    let out = fslat(&["doctor"]);
+    let stdout = text(&out.stdout);
+    let Some(fentry) = stdout.lines().find(|l| l.starts_with("fentry/fexit ")) else {
+        panic!("no fentry/fexit line:\n{stdout}");
+    };
+    if !fentry.ends_with("loading failed with EPERM") {
+        return; // a host that allows function tracing (or where fslat is not root)
+    }
+    let ftrace = std::fs::read_to_string("/proc/sys/kernel/ftrace_enabled")
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default();
+    let fix = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("fentry/fexit "))
+        .nth(1)
+        .unwrap_or("");
+    if ftrace == "0" {
+        assert!(
+            fix.contains("/proc/sys/kernel/ftrace_enabled is 0"),
+            "{stdout}"
+        );
+    } else {
+        assert!(
+            fix.contains(&format!("neither ftrace being off nor lockdown is why (/proc/sys/kernel/ftrace_enabled is {ftrace}")),
+            "{stdout}"
+        );
+    }
+    for line in [
+        "  kernel functions  no   (refused: fentry/fexit, fsession, kprobe_session)",
+        "  tracepoints       yes  (tp_btf)",
+    ] {
+        assert!(stdout.lines().any(|l| l == line), "no `{line}`:\n{stdout}");
+    }
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("  user functions    yes  (uprobe")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("uprobe  ") && l.contains(" ok ")),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some(
+            "fslat can trace tracepoints and user functions on this machine, not kernel functions."
+        )
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
 }
 
 /// `-p` of a process that does not exist, or of a thread, is refused before anything is
