@@ -34,7 +34,42 @@ fn fslat_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
         pipe.write_all(text.as_bytes())
             .expect("write fslat's stdin");
     }
-    child.wait_with_output().expect("wait for fslat")
+    let out = child.wait_with_output().expect("wait for fslat");
+    one_message_prefix(args, &out);
+    out
+}
+
+/// Every error fslat prints starts `fslat: error: ` — or `error[F…]: ` for a diagnostic
+/// about the script, which shows its code and the script's line — and every warning
+/// likewise (docs/language.md, "Limits and exit status"). Checked on every run of every
+/// test here, so each error path these tests take is checked. A failure (1, or 2 for a
+/// wrong command line) says why on standard error, except `doctor`, whose report is on
+/// standard output, and the REPL, which goes on after an error.
+fn one_message_prefix(args: &[&str], out: &Output) {
+    let stderr = text(&out.stderr);
+    for line in stderr.lines() {
+        let message = line.strip_prefix("fslat: ").unwrap_or(line);
+        let word = message.split_whitespace().next().unwrap_or("");
+        for kind in ["error", "warning"] {
+            if word.to_ascii_lowercase().starts_with(kind) {
+                assert!(
+                    line.starts_with(&format!("fslat: {kind}: "))
+                        || line.starts_with(&format!("{kind}[F")),
+                    "fslat {args:?}: a message without fslat's prefix: {line}\n{stderr}"
+                );
+            }
+        }
+    }
+    let quiet = matches!(args.first(), Some(&"doctor" | &"repl"));
+    if matches!(out.status.code(), Some(1 | 2)) && !quiet {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.starts_with("fslat: error: ") || l.starts_with("error[F")),
+            "fslat {args:?} failed ({:?}) without an error message:\n{stderr}",
+            out.status.code()
+        );
+    }
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -500,7 +535,7 @@ fn doctor_on_a_host_that_refuses_function_tracing_says_user_functions_work() {
 #[test]
 fn pid_of_no_process_or_of_a_thread_is_refused_naming_it() {
     let out = fslat(&["-p", "4294967295", "-e", "session vfs_read"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert_eq!(
         text(&out.stderr),
         "fslat: error: -p 4294967295: there is no process 4294967295\n"
@@ -523,7 +558,7 @@ fn pid_of_no_process_or_of_a_thread_is_refused_naming_it() {
     let out = fslat(&["-p", &tid, "-e", "session vfs_read"]);
     drop(done_tx);
     thread.join().expect("join");
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert_eq!(
         text(&out.stderr),
         format!(
@@ -589,7 +624,7 @@ fn output_to_the_script_itself_is_refused_and_the_script_kept() {
         "-o",
         &other_name.to_string_lossy(),
     ]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert_eq!(
         text(&out.stderr),
         format!(
@@ -641,7 +676,7 @@ fn a_script_named_like_a_subcommand_is_still_a_script() {
 #[test]
 fn a_subcommand_after_options_is_explained() {
     let out = fslat(&["-p", "1", "doctor"]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
     assert!(
         text(&out.stderr).contains("`doctor` is a subcommand and must come first"),
         "{out:?}"
@@ -1561,7 +1596,7 @@ fn folded_output_without_a_stack_count_is_refused() {
         ("--flamegraph", "/nonexistent/f.svg", "--flamegraph"),
     ] {
         let out = fslat(&[option, value, "-e", "session vfs_read { count() by comm }"]);
-        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
         assert_eq!(
             text(&out.stderr),
             format!(
