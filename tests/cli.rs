@@ -651,13 +651,165 @@ fn completions_generate_for_every_shell() {
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
 
+/// The manual page: fslat's options and each subcommand's (from clap), no page it
+/// names that does not exist (clap_mangen's default SEE ALSO lists `fslat-build(1)`),
+/// the language summary line for line as --help has it, and the sections a man page
+/// has; `man --warnings` renders it without a warning.
 #[test]
-fn man_page_generates_roff_with_the_options() {
+fn man_page_gives_every_command_its_options_and_renders_without_warnings() {
     let out = fslat(&["man"]);
-    let stdout = text(&out.stdout);
+    let roff = text(&out.stdout);
     assert!(out.status.success(), "{out:?}");
-    assert!(stdout.contains(".TH fslat 1"), "{stdout}");
-    assert!(stdout.contains(r"\-\-pid"), "{stdout}");
+    assert!(roff.contains(".TH fslat 1"), "{roff}");
+    for section in [
+        "NAME",
+        "SYNOPSIS",
+        "DESCRIPTION",
+        "OPTIONS",
+        "COMMANDS",
+        "\"THE LANGUAGE\"",
+        "\"EXIT STATUS\"",
+        "ENVIRONMENT",
+        "FILES",
+        "EXAMPLES",
+        "\"SEE ALSO\"",
+    ] {
+        assert!(
+            roff.lines().any(|l| l == format!(".SH {section}")),
+            "no {section}:\n{roff}"
+        );
+    }
+    assert!(
+        !roff.contains("fslat-"),
+        "a page that does not exist:\n{roff}"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    let page = dir.path().join("fslat.1");
+    std::fs::write(&page, &roff).expect("write the page");
+    let man = Command::new("man")
+        .args(["--warnings", "-l"])
+        .arg(&page)
+        .env("MANWIDTH", "80")
+        .env("MANPAGER", "cat")
+        .env("LC_ALL", "C.UTF-8")
+        .output()
+        .expect("man (tests/vm/setup-host installs man-db)");
+    let shown = text(&man.stdout);
+    assert!(man.status.success(), "{man:?}");
+    assert_eq!(text(&man.stderr), "", "man --warnings:\n{shown}");
+    let section = |title: &str| -> String {
+        shown
+            .lines()
+            .skip_while(|l| *l != title)
+            .skip(1)
+            .take_while(|l| l.is_empty() || l.starts_with(' '))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let commands = section("COMMANDS");
+    for (command, option) in [
+        ("build", "-o, --output <FILE>"),
+        ("build", "--max-functions <N>"),
+        ("run", "<FILE> The bundle to run"),
+        ("completions", "<SHELL>"),
+    ] {
+        let from = commands
+            .find(&format!("   fslat {command}\n"))
+            .unwrap_or_else(|| panic!("no fslat {command}:\n{commands}"));
+        assert!(
+            commands[from..].contains(option),
+            "fslat {command}: no {option}:\n{commands}"
+        );
+    }
+    // The language keeps --help's lines: a heading and its first entry stay two lines.
+    let language = section("THE LANGUAGE");
+    let help = text(&fslat(&["--help"]).stdout);
+    for line in [
+        "Names:",
+        "  tgid            the process (what user space calls the pid)",
+    ] {
+        assert!(help.lines().any(|l| l == line), "--help: no `{line}`");
+        assert!(
+            language
+                .lines()
+                .any(|l| l.strip_prefix("       ") == Some(line)),
+            "THE LANGUAGE: no `{line}`:\n{language}"
+        );
+    }
+    // Every environment variable the source reads is under ENVIRONMENT.
+    let environment = section("ENVIRONMENT");
+    for name in variables_read(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path()) {
+        assert!(
+            environment
+                .lines()
+                .any(|l| l.trim_start().starts_with(name.as_str())),
+            "{name} is read but not under ENVIRONMENT:\n{environment}"
+        );
+    }
+    // EXIT STATUS has the statuses docs/language.md's table has, in the same order.
+    let statuses: Vec<String> = section("EXIT STATUS")
+        .lines()
+        .filter(|l| l.len() > 7 && !l[7..].starts_with(' ') && l.starts_with("       "))
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    let language_md =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/language.md"))
+            .expect("docs/language.md");
+    let documented: Vec<String> = language_md
+        .lines()
+        .skip_while(|l| !l.contains("| status | when |"))
+        .skip(2)
+        .take_while(|l| l.trim_start().starts_with('|'))
+        .map(|l| {
+            l.trim_start()
+                .trim_start_matches('|')
+                .split('|')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(statuses, documented, "{shown}");
+    assert_eq!(statuses, ["0", "1", "2", "N", "130", "141"]);
+}
+
+/// The environment variables the sources under `dir` read: `var_os("NAME")` and every
+/// `"OTEL_..."` literal (the OTLP settings are read through a table).
+fn variables_read(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).expect("read src") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs")
+                || path
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains("tests"))
+            {
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).expect("read a source file");
+            for (i, _) in source.match_indices('"') {
+                let rest = &source[i + 1..];
+                let Some(end) = rest.find('"') else { continue };
+                let word = &rest[..end];
+                let read = source[..i].ends_with("var_os(") || source[..i].ends_with("var(");
+                let otel = word.starts_with("OTEL_")
+                    && word.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
+                if (read || otel) && !word.is_empty() && !names.iter().any(|n| n == word) {
+                    names.push(word.to_string());
+                }
+            }
+        }
+    }
+    names.sort();
+    assert!(names.iter().any(|n| n == "FSLAT_CLANG"), "{names:?}");
+    names
 }
 
 #[test]
