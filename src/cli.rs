@@ -577,13 +577,12 @@ fn completions(shell: Shell) -> Result<(), Error> {
 }
 
 fn man_page() -> Result<(), Error> {
-    let mut out = Vec::new();
-    clap_mangen::Man::new(Args::command())
-        .render(&mut out)
-        .map_err(|source| Error::Write {
+    let out = crate::manpage::render(Args::command(), &language_summary()).map_err(|source| {
+        Error::Write {
             path: "standard output".into(),
             source,
-        })?;
+        }
+    })?;
     driver::write_output(None, &out)
 }
 

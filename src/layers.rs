@@ -12,7 +12,7 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     ("the command line", &["cli"]),
     ("the REPL (the command line starts it)", &["repl"]),
-    ("what the front ends run", &["driver", "doctor"]),
+    ("what the front ends run", &["driver", "doctor", "manpage"]),
     ("tools the driver runs", &["bundle", "listing"]),
     ("the pipeline in a few lines (lib.rs)", &["lib"]),
     ("run: load, attach, poll, read", &["runtime"]),
@@ -33,7 +33,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 
 /// The front ends reach the rest only through these (and each other).
 const FRONT_ENDS: &[&str] = &["cli", "repl"];
-const THROUGH: &[&str] = &["driver", "doctor"];
+const THROUGH: &[&str] = &["driver", "doctor", "manpage"];
 
 /// Items of the crate root that are the pipeline (`fslat::compile`), named as a module.
 const ROOT_FUNCTIONS: &[&str] = &["compile", "compile_with"];

@@ -47,6 +47,7 @@ pub mod driver;
 pub mod elf;
 mod kallsyms;
 pub mod listing;
+pub mod manpage;
 pub mod metrics;
 pub mod output;
 pub mod repl;

@@ -220,9 +220,19 @@ pub fn exit_status(e: &Error) -> i32 {
     match e {
         Error::Interrupted => 130,
         Error::CommandFailed { status, .. } => *status,
-        // A mistake in the command line, as clap's are: an option's value, or a file an
-        // option names, that cannot be used (`--otlp-ca` as `--web-config`).
-        Error::OtlpSettings(_) => 2,
+        // The command line is wrong, as clap's errors say: an option's value, or a file,
+        // cgroup or process an option names, that cannot be used as given (`--otlp-ca` as
+        // `--web-config`); an option this program cannot take; a subcommand out of place;
+        // no program. 1 is for the rest: the script, and what the machine cannot do (the
+        // EXIT STATUS table of the man page, docs/language.md).
+        Error::OtlpSettings(_)
+        | Error::MisplacedSubcommand(_)
+        | Error::NoProgram
+        | Error::OutputIsScript(_)
+        | Error::ObjectToTerminal
+        | Error::NoStackCount(_)
+        | Error::NoSuchProcess(_)
+        | Error::ThreadNotProcess { .. } => 2,
         e if broken_pipe(e) => 141,
         _ => 1,
     }

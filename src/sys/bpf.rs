@@ -69,6 +69,17 @@ impl VmlinuxBtf {
             .collect()
     }
 
+    /// The BTF id of the typedef `btf_trace_NAME` of the tracepoint `name`: what a
+    /// `tp_btf` program is loaded against.
+    pub fn tracepoint_id(&self, name: &str) -> Option<u32> {
+        let c = CString::new(format!("btf_trace_{name}")).ok()?;
+        // SAFETY: `self.0` is valid while `self` lives; `c` outlives the call.
+        let id = unsafe {
+            libbpf_sys::btf__find_by_name_kind(self.0, c.as_ptr(), libbpf_sys::BTF_KIND_TYPEDEF)
+        };
+        u32::try_from(id).ok().filter(|&id| id > 0)
+    }
+
     /// The value of `enum bpf_attach_type`'s member `name` (`BPF_TRACE_FSESSION_MULTI`,
     /// `BPF_TRACE_FEXIT_MULTI`): newer attach types are numbered by the kernel that has
     /// them, so fslat asks it rather than carrying the numbers.

@@ -4,6 +4,7 @@
 
 pub mod bpf;
 pub mod load;
+pub mod probe;
 
 use std::ffi::{CStr, CString};
 use std::fs::File;

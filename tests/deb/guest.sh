@@ -19,7 +19,7 @@ version=$(in_root fslat --version 2>&1)
 check "fslat --version: $version" '[[ $version =~ ^fslat\ [0-9]+\.[0-9]+\.[0-9]+$ ]]'
 check "no clang in the root" '! in_root sh -c "command -v clang" >/dev/null'
 man=$(in_root env MANPAGER=cat MANWIDTH=80 man fslat 2>&1)
-check "man fslat: NAME and the build subcommand" 'grep -q "^NAME" <<<"$man" && grep -q "fslat-build" <<<"$man"'
+check "man fslat: NAME, the build subcommand, EXIT STATUS" 'grep -q "^NAME" <<<"$man" && grep -q "^   fslat build$" <<<"$man" && grep -q "^EXIT STATUS" <<<"$man"'
 echo "$man" | head -8 | sed 's/^/    /'
 # dd makes exactly 300 one-byte reads (and one that returns 0 at the end it never reaches).
 out=$(in_root fslat /var/tmp/reads.fslb -c "dd if=/dev/zero of=/dev/null bs=1 count=300 status=none" 2>&1)
