@@ -25,11 +25,16 @@ struct fslat_stack_map {
 	__uint(value_size, FSLAT_STACK_DEPTH * sizeof(__u64));
 };
 
+/* What bpf_get_stackid says of a stack with no frames (-EFAULT): a profile's sample in
+ * user mode has no kernel stack, a kernel thread no user stack. User space shows it
+ * empty (src/stacks/mod.rs, EMPTY_STACK); it is not lost. */
+#define FSLAT_EMPTY_STACK -14
+
 /* `lost` (may be NULL): the session's stack_lost counter. */
 static __always_inline __s64 fslat_stackid(void *ctx, void *map, __u64 flags, __u64 *lost)
 {
 	__s64 id = bpf_get_stackid(ctx, map, flags);
-	if (id < 0 && lost)
+	if (id < 0 && id != FSLAT_EMPTY_STACK && lost)
 		__sync_fetch_and_add(lost, 1);
 	return id;
 }
@@ -376,7 +381,7 @@ static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 		if (id >= 0)
 			id |= FSLAT_USTACK_SECOND;
 	}
-	if (id < 0 && lost)
+	if (id < 0 && id != FSLAT_EMPTY_STACK && lost)
 		__sync_fetch_and_add(lost, 1);
 	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
 #ifdef FSLAT_USTACK_FILES

@@ -34,6 +34,7 @@ pub struct Builtin(&'static BuiltinDef);
 pub enum BuiltinTy {
     U32,
     U64,
+    Bool,
     Duration,
     /// The task's name, `COMM_CAP` bytes.
     Comm,
@@ -317,6 +318,13 @@ pub const BUILTINS: &[Builtin] = &[
         "times the call's thread left the CPU (return phase)",
         C::Expr("{sched}.v[FSLAT_SCHED_SWITCHES]"),
     ))),
+    Builtin(&def(
+        &["idle"],
+        BuiltinTy::Bool,
+        "bool, whether the task is the CPU's idle task (pid 0; see \"Profiles\")",
+        "whether the task is the CPU's idle task (pid 0: a profile's idle CPU)",
+        C::Expr("((__u32){pid_tgid} == 0)"),
+    )),
 ];
 
 /// Names a user may write besides parameters, for hints and completion.

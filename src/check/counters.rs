@@ -31,6 +31,9 @@ pub enum Source {
     Missed,
     /// Spans: starts left in the span's map at the end (counted after detaching).
     InFlight,
+    /// Profiles: what the CPU clocks were due to sample, less what the program saw
+    /// (`runtime/profile.rs`).
+    ProfileLost,
 }
 
 /// Which sessions have a figure; the others show none (`None` in the summary).
@@ -51,6 +54,8 @@ pub enum Shown {
     Spans,
     /// Sessions that read `oncpu` and its kin.
     WithSched,
+    /// Profiles only.
+    Profiles,
 }
 
 pub const CALLS: Counter = Counter {
@@ -184,9 +189,24 @@ pub const IN_FLIGHT: Counter = Counter {
 };
 
 /// Every counter, in the order the summaries show them.
-pub const ALL: [Counter; 17] = [
+pub const SAMPLES: Counter = Counter {
+    name: "samples",
+    about: "Profiles: samples taken on every CPU, before -p, -c, --cgroup and `where`.",
+    source: Source::Bpf {
+        counted_in: "a profile's program, first (templates/on.bpf.c.hbs)",
+    },
+    shown: Shown::Profiles,
+};
+pub const LOST: Counter = Counter {
+    name: "lost",
+    about: "Profiles: samples the CPU clocks were due to take that never reached the program (the kernel throttled them, or a timer came a period late).",
+    source: Source::ProfileLost,
+    shown: Shown::Profiles,
+};
+
+pub const ALL: [Counter; 19] = [
     CALLS, MATCHED, ERRORS, DROPPED, EVENTS, UNPAIRED, AGG_LOST, FUNCTIONS, STACK_LOST, MISSED,
-    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT,
+    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT, SAMPLES, LOST,
 ];
 
 impl Counter {
@@ -249,7 +269,7 @@ mod tests {
             offsets,
             (0..offsets.len()).map(|i| 8 * i).collect::<Vec<_>>()
         );
-        assert_eq!(struct_size(), 8 * 13);
+        assert_eq!(struct_size(), 8 * 14);
         assert_eq!(EVENTS.offset(), None);
         assert_eq!(UNPAIRED.offset(), Some(32));
     }

@@ -22,6 +22,7 @@ mod operators;
 mod phases;
 mod positional;
 mod printf;
+mod profile;
 pub mod program;
 pub mod resources;
 mod spans;
@@ -234,6 +235,9 @@ impl<'k> Checker<'k> {
         if s.on.is_some() {
             return self.on_session(index, label, s);
         }
+        if s.profile.is_some() {
+            return self.profile_session(index, label, s);
+        }
         if s.file.is_some() {
             self.user = Some(self.open_user_file(s)?);
         }
@@ -323,6 +327,7 @@ impl<'k> Checker<'k> {
             user: None,
             span: None,
             on: None,
+            profile: None,
         })
     }
 

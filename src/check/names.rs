@@ -66,6 +66,7 @@ impl Checker<'_> {
                     cap: scope.func_cap,
                 },
                 BuiltinTy::Duration => Ty::Duration,
+                BuiltinTy::Bool => Ty::Bool,
                 BuiltinTy::Stack(StackKind::Kernel) if self.user.is_some() => {
                     return Err(self.error(span, DiagKind::KernelOnlyName { name: name.into() }));
                 }

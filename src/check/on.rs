@@ -70,6 +70,7 @@ impl Checker<'_> {
                 name: on.name.name.clone(),
                 tracepoint: on.tracepoint,
             }),
+            profile: None,
         })
     }
 

@@ -154,6 +154,46 @@ pub struct Session {
     /// read there (`entry_filter` is its `where`; there is no return phase of its own).
     #[serde(default)]
     pub on: Option<SpanPoint>,
+    /// `profile RATE`: one program sampling every CPU (a perf event per CPU), shaped as an
+    /// `on` point's: its `where`, then the actions; no function, no latency.
+    #[serde(default)]
+    pub profile: Option<Rate>,
+}
+
+/// How often a profile samples each CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Rate {
+    /// Samples a second (`99hz`): the perf event's `sample_freq`.
+    Hertz(u64),
+    /// A period in nanoseconds (`10ms`): the perf event's `sample_period`.
+    Period(u64),
+}
+
+impl Rate {
+    /// The time between two samples of one CPU, in nanoseconds (what the kernel's CPU
+    /// clock, an hrtimer, makes of a frequency too).
+    pub fn period_ns(self) -> u64 {
+        match self {
+            Rate::Hertz(hz) => 1_000_000_000 / hz.max(1),
+            Rate::Period(ns) => ns,
+        }
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rate::Hertz(hz) => write!(f, "{hz}hz"),
+            Rate::Period(ns) => {
+                // In the largest unit that says it exactly, as a script writes it.
+                let (n, unit) = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+                    .into_iter()
+                    .find(|(u, _)| *ns != 0 && ns % u == 0)
+                    .map_or((*ns, "ns"), |(u, name)| (ns / u, name));
+                write!(f, "{n}{unit}")
+            }
+        }
+    }
 }
 
 /// Whether a value can be saved at entry (`entry()`, `start.NAME`) for later: scalars,

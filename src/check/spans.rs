@@ -129,6 +129,7 @@ impl Checker<'_> {
                 start_filter,
             }),
             on: None,
+            profile: None,
         })
     }
 

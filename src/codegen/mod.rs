@@ -244,6 +244,9 @@ struct AggMapData {
     /// The aggregation's own C declarations (`lhist`: its value struct).
     value_decl: Vec<String>,
     entries: u32,
+    /// A profile's: its program runs in an interrupt, where Linux before 6.1 takes only
+    /// preallocated hash maps ("perf_event programs can only use preallocated hash map").
+    prealloc: bool,
 }
 
 #[derive(Serialize)]
@@ -300,6 +303,8 @@ struct SessionData {
     span: Option<SpanData>,
     /// An `on` point's one program (its section is `shape.section`).
     on: bool,
+    /// A profile's one program (an `on` program at a perf event): it counts every sample.
+    profile: bool,
     /// The return phase reads the clock (a span's END reads it in the template).
     reads_now: bool,
     /// It reads the scheduler's totals: a call in flight makes the hooks follow its thread.
@@ -356,6 +361,7 @@ struct CallKey {
 
 const KERNEL_CTX: &str = "unsigned long long *ctx";
 const USER_CTX: &str = "struct fslat_regs *ctx";
+const PROFILE_CTX: &str = "void *ctx";
 
 /// The trampoline's argument area: one address at entry and return of one call.
 const KERNEL_CALL: CallKey = CallKey {
@@ -594,15 +600,19 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
         aggregations: program
             .sessions
             .iter()
-            .flat_map(|s| &s.aggregations)
-            .map(agg_map_data)
+            .flat_map(|s| {
+                let prealloc = s.profile.is_some();
+                s.aggregations
+                    .iter()
+                    .map(move |a| agg_map_data(a, prealloc))
+            })
             .collect(),
         sessions: program
             .sessions
             .iter()
             .flat_map(|s| match mode.of_session(s) {
                 _ if s.span.is_some() => vec![span_data(s)],
-                _ if s.on.is_some() => vec![on_data(s)],
+                _ if s.on.is_some() || s.profile.is_some() => vec![on_data(s)],
                 m if mode.shares_body(s) => vec![multi_session_data(s, m, true)],
                 m @ (Mode::FsessionMulti
                 | Mode::FexitMulti
@@ -703,7 +713,7 @@ fn unique<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
-fn agg_map_data(a: &Aggregation) -> AggMapData {
+fn agg_map_data(a: &Aggregation, prealloc: bool) -> AggMapData {
     AggMapData {
         id: a.id,
         map: a.map(),
@@ -727,6 +737,7 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
         } else {
             AGG_ENTRIES
         },
+        prealloc,
     }
 }
 
@@ -945,6 +956,7 @@ fn phases_data(
         shape,
         span: None,
         on: false,
+        profile: false,
         reads_now: ret.reads_now(),
         sched: s.uses_sched(),
     }
@@ -1019,9 +1031,17 @@ fn span_data(s: &Session) -> SessionData {
 /// An `on` point: fexit mode's one program (the filter, then the actions), attached at
 /// the point instead of a return; `ts` is the point's time.
 fn on_data(s: &Session) -> SessionData {
-    let point = s.on.as_ref().expect("on_data is called for `on` points");
     let mut data = phases_data(s, &s.targets[0], 0, Mode::Fexit, |_| None, None);
-    data.shape.section = point.section();
+    match &s.on {
+        Some(point) => data.shape.section = point.section(),
+        None => {
+            // A profile: libbpf does not attach a perf event program, the runtime opens
+            // the perf events. The program reads nothing of its context itself.
+            data.shape.section = resources::PROFILE_SECTION.into();
+            data.shape.ctx_decl = PROFILE_CTX;
+            data.profile = true;
+        }
+    }
     data.entry_time_early = s.needs_entry();
     data.on = true;
     data

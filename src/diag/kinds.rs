@@ -342,6 +342,10 @@ pub enum DiagKind {
     SchedInSpan {
         name: String,
     },
+    /// `profile 0hz`, or faster than the kernel's CPU clock samples.
+    ProfileRate {
+        rate: String,
+    },
 }
 
 impl DiagKind {
@@ -459,6 +463,7 @@ impl DiagKind {
             AtPointOnly { .. } => "F0820",
             EntryAtPoint => "F0821",
             SchedInSpan { .. } => "F0808",
+            ProfileRate { .. } => "F0830",
         }
     }
 
@@ -518,6 +523,9 @@ impl DiagKind {
             EntryAtPoint => "`entry()` is for sessions: `on` is one point, its values are all at hand".into(),
             SchedInSpan { name } => format!(
                 "`{name}` is one thread's time: this span's ends may be different threads"
+            ),
+            ProfileRate { rate } => format!(
+                "a profile samples each CPU at least once and at most 100000 times a second (every 10us): `{rate}` is neither"
             ),
             UnknownCall { name } => format!("unknown function `{name}()`"),
             RetOfVoid { func } => format!("`{func}` returns void: there is no `ret`"),

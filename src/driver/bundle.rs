@@ -405,6 +405,8 @@ fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Er
                 (&span.end.name, span.end.tracepoint),
             ],
             (_, Some(on)) => vec![(&on.name, on.tracepoint)],
+            // A profile samples the CPUs: no function.
+            _ if s.profile.is_some() => Vec::new(),
             _ => s.targets.iter().map(|t| (t.func.as_str(), false)).collect(),
         };
         for (name, tracepoint) in names {

@@ -37,6 +37,8 @@ pub(super) fn load(
                 _links: Vec::new(),
                 _fd_links: r.links,
                 _multi_links: Vec::new(),
+                // A program with a profile is never replayed (`replay::eligible`).
+                profiles: Default::default(),
             },
             copies: r.copies,
         }),

@@ -35,6 +35,7 @@ pub fn eligible(program: &Program, settings: &Settings) -> bool {
         && !program.uses_sched
         && program.sessions.iter().all(|s| {
             s.user.is_none()
+                && s.profile.is_none()
                 && !matches!(
                     settings.mode.of_session(s),
                     Mode::FsessionMulti | Mode::FexitMulti

@@ -16,7 +16,7 @@ mod modules;
 mod unwind;
 
 use crate::check::program::StackKind;
-use crate::check::resources::USTACK_SECOND;
+use crate::check::resources::{EMPTY_STACK, USTACK_SECOND};
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
@@ -223,6 +223,13 @@ impl StackTable {
             StackKind::User if second => (self.user_2.as_ref(), id & !i64::from(USTACK_SECOND)),
             StackKind::User => (self.user.as_ref(), id),
         };
+        if id == EMPTY_STACK {
+            return Stack {
+                kind,
+                frames: Vec::new(),
+                lost: false,
+            };
+        }
         let lost = Stack {
             kind,
             frames: Vec::new(),
@@ -254,7 +261,11 @@ impl StackTable {
                 .as_ref()
                 .and_then(|f| Some((f, f.places(raw, addrs.len())?)))
             {
-                Some((files, places)) => self.file_frames(&|n| files.path(n), &addrs, &places),
+                Some((files, places)) => {
+                    let mut frames = self.file_frames(&|n| files.path(n), &addrs, &places);
+                    self.place_from_mappings(tgid, &mut frames);
+                    frames
+                }
                 None => self.user_frames(tgid, &addrs),
             },
         };
@@ -351,6 +362,37 @@ impl StackTable {
                 }
             })
             .collect();
+        self.name_by_file(&mut frames);
+        frames
+    }
+
+    /// Frames the kernel could not place in a file (a profile's sample runs in an
+    /// interrupt, where `bpf_find_vma` places one frame at a time): placed with the
+    /// mappings of process `tgid` kept when it was announced, then named.
+    fn place_from_mappings(&self, tgid: u32, frames: &mut [Frame]) {
+        let mappings = self.mappings.borrow();
+        let Some(m) = mappings.get(&tgid) else {
+            return;
+        };
+        for (i, f) in frames.iter_mut().enumerate() {
+            if f.module.is_some() || f.symbol.is_some() {
+                continue;
+            }
+            // A return address is looked up one byte back (a call may end a mapping),
+            // and its offset kept as its own, as `file_frames` has it.
+            let back = u64::from(i > 0);
+            if let Some((path, off)) = maps::locate(m, f.addr.saturating_sub(back)) {
+                f.module = Some(path.to_string());
+                f.file_offset = Some(off + back);
+            }
+        }
+        drop(mappings);
+        self.name_by_file(frames);
+    }
+
+    /// Names the frames placed in a file (`module` and `file_offset`) from the file's
+    /// symbols; a named frame drops its offset.
+    fn name_by_file(&self, frames: &mut [Frame]) {
         let mut by_file: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, f) in frames.iter().enumerate() {
             if let (Some(path), Some(_)) = (&f.module, f.file_offset) {
@@ -376,7 +418,6 @@ impl StackTable {
                 }
             }
         }
-        frames
     }
 
     /// A user stack from the program's copy (`struct fslat_ustack_copy`): unwound with the

@@ -29,6 +29,23 @@ pub struct Session {
     pub ends: Option<SpanEnds>,
     /// `on POINT`: the session is one point's event; `func` is the point's name.
     pub on: Option<OnPoint>,
+    /// `profile RATE`: the session samples every CPU; `func` is `profile`.
+    pub profile: Option<ProfileRate>,
+}
+
+/// A profile's rate as written, with where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileRate {
+    pub rate: Rate,
+    pub span: Span,
+}
+
+/// How often a profile samples each CPU: `99hz`, or a period (`10ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rate {
+    Hertz(u64),
+    /// Nanoseconds.
+    Period(u64),
 }
 
 /// The point of `on POINT [where C] { actions }`: a kernel function's entry or a BTF

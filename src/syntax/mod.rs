@@ -42,6 +42,7 @@ pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
                 }
             }
             Rule::on => sessions.push(on_item(pair, &mut errors)),
+            Rule::profile => sessions.push(profile_item(pair, &mut errors)),
             _ => {}
         }
     }
@@ -132,6 +133,7 @@ fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         span: whole,
         ends: None,
         on: None,
+        profile: None,
     }
 }
 
@@ -160,6 +162,7 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         span: whole,
         ends: Some(SpanEnds { start, end }),
         on: None,
+        profile: None,
     }
 }
 
@@ -199,6 +202,54 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         span: whole,
         ends: None,
         on: Some(point),
+        profile: None,
+    }
+}
+
+/// `profile RATE [where C] { actions }`, as a session named `profile`.
+fn profile_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
+    let whole = span(&pair);
+    let mut name = None;
+    let mut rate = ProfileRate {
+        rate: Rate::Hertz(0),
+        span: whole.clone(),
+    };
+    let mut predicate = None;
+    let mut actions = None;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::kw_profile => name = Some(ident(p)),
+            Rule::hertz => {
+                let text = p.as_str();
+                rate.span = span(&p);
+                match parse_int(&text[..text.len() - 2]) {
+                    Some(hz) => rate.rate = Rate::Hertz(hz),
+                    None => errors.push(Diagnostic::new(span(&p), DiagKind::IntegerTooLarge)),
+                }
+            }
+            Rule::duration => {
+                rate.span = span(&p);
+                match parse_duration(p.as_str()) {
+                    Some(ns) => rate.rate = Rate::Period(ns),
+                    None => errors.push(Diagnostic::new(span(&p), DiagKind::DurationTooLarge)),
+                }
+            }
+            Rule::pred => predicate = Some(expr(p, errors)),
+            Rule::block => actions = Some(block(p, errors)),
+            _ => {}
+        }
+    }
+    let name = name.expect("the grammar starts a profile with `profile`");
+    Session {
+        func: name.clone(),
+        funcs: vec![name],
+        file: None,
+        predicate,
+        actions,
+        span: whole,
+        ends: None,
+        on: None,
+        profile: Some(rate),
     }
 }
 
@@ -764,6 +815,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
     Some(match rule {
         Rule::session | Rule::kw_session => "`session`",
         Rule::on | Rule::kw_on => "`on`",
+        Rule::profile | Rule::kw_profile => "`profile`",
+        Rule::hertz => "a rate (`99hz`)",
         Rule::func_name => "a kernel function name",
         Rule::user_func | Rule::user_file | Rule::user_sym | Rule::user_quoted => {
             "a user-space function (`FILE:FUNC`)"
