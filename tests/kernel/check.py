@@ -27,6 +27,16 @@
     check.py row-sum PATTERN N|LO..HI   text output: the counts of the aggregation rows
                                         whose keys match PATTERN add up to N (or LO..HI)
 
+    check.py shares MIN PTS RE:PCT...   text output: of the aggregation rows whose keys
+                                        match one of the REs, those of each RE make PCT
+                                        percent of their counts, within PTS points, over
+                                        at least MIN counts
+
+    check.py samples DUE PCT            a profile's text SUMMARY: `matched` is DUE within
+                                        PCT percent; samples the kernel reports `lost`
+                                        count as taken for the lower bound (a guest's
+                                        timer interrupt late on a loaded host)
+
     check.py span-ledger                a span's text SUMMARY: every start is completed,
                                         restarted, evicted or still in flight
                                         (started == completed + restarted + evicted +
@@ -216,6 +226,41 @@ def row_sum(pattern, want):
     print(f"{len(got)} rows matching {pattern!r} add up to {total}")
 
 
+def shares(least, points, wants):
+    """Text output: the rows matching each RE of WANTS (`RE:PCT`) are PCT percent of the
+    rows matching any, within POINTS points, over at least LEAST counts."""
+    wants = [(w.rsplit(":", 1)[0], float(w.rsplit(":", 1)[1])) for w in wants]
+    rows = [re.fullmatch(r"  (.*) (\d+)", line.rstrip("\n")) for line in sys.stdin]
+    rows = [(m.group(1), int(m.group(2))) for m in rows if m]
+    got = [sum(n for k, n in rows if re.search(r, k)) for r, _ in wants]
+    total = sum(got)
+    if total < least:
+        fail(f"{total} counts match, fewer than {least}: {rows}")
+    for (r, pct), n in zip(wants, got):
+        share = 100 * n / total
+        print(f"{r}: {n} of {total}, {share:.1f}% (expected {pct}% +- {points})")
+        if abs(share - pct) > points:
+            fail(f"{r!r} is {share:.1f}% of {total}, not {pct}% +- {points}")
+
+
+def samples(due, pct):
+    """The first profile's SUMMARY: `matched` within PCT percent of DUE, above it at most; below
+    it by at most what the CPU clocks say they were due and did not take (`lost`)."""
+    summary = None
+    for line in sys.stdin:
+        if summary is None and line.startswith("SUMMARY ") and " mode=perf_event " in line:
+            summary = dict(w.split("=", 1) for w in line.split()[2:])
+    if summary is None:
+        fail("no profile SUMMARY line")
+    matched, lost = int(summary["matched"]), int(summary["lost"])
+    lo, hi = due * (1 - pct / 100), due * (1 + pct / 100)
+    print(f"matched={matched} lost={lost} samples={summary['samples']}: due {due} +- {pct}%")
+    if matched > hi:
+        fail(f"matched={matched} is above {hi:.0f}")
+    if matched + lost < lo:
+        fail(f"matched={matched} (and lost={lost}) is below {lo:.0f}")
+
+
 def in_order(field, values):
     got = [str(r["fields"][field]) for r in records() if r["type"] == "event"]
     print(f"{field}: {' '.join(got)}")
@@ -400,6 +445,12 @@ def main():
         return
     if what == "flame":
         flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))
+        return
+    if what == "samples":
+        samples(int(sys.argv[2]), float(sys.argv[3]))
+        return
+    if what == "shares":
+        shares(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:])
         return
     if what == "row-sum":
         row_sum(sys.argv[2], sys.argv[3])
