@@ -368,7 +368,7 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost)
  * in: the value is the tgid in the high 32 bits and the (signed) stack id in the low 32,
  * so the same addresses in two processes are two keys.
  */
-static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
+static __always_inline __u64 fslat_ustackid_as(void *ctx, void *ring, __u64 *lost, bool files)
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
 #ifdef FSLAT_USTACK_COPY
@@ -385,7 +385,7 @@ static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 		__sync_fetch_and_add(lost, 1);
 	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
 #ifdef FSLAT_USTACK_FILES
-	if (id >= 0)
+	if (id >= 0 && files)
 		fslat_ustack_files(ctx, packed);
 #endif
 #endif
@@ -402,6 +402,11 @@ static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 	a->tgid = tgid;
 	bpf_ringbuf_submit(a, 2 /* BPF_RB_FORCE_WAKEUP: read the mappings now */);
 	return packed;
+}
+
+static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
+{
+	return fslat_ustackid_as(ctx, ring, lost, true);
 }
 #endif
 

@@ -41,6 +41,8 @@ pub enum BuiltinTy {
     /// The traced function's name.
     FuncName,
     Stack(StackKind),
+    /// `wait_kstack`, `wait_ustack`: a stack the scheduler hooks took.
+    WaitStack(StackKind),
     CgroupName(CgroupView),
 }
 
@@ -317,6 +319,20 @@ pub const BUILTINS: &[Builtin] = &[
         "u64, times the call's thread left the CPU",
         "times the call's thread left the CPU (return phase)",
         C::Expr("{sched}.v[FSLAT_SCHED_SWITCHES]"),
+    ))),
+    Builtin(&at_return(def(
+        &["wait_kstack"],
+        BuiltinTy::WaitStack(StackKind::Kernel),
+        "the kernel stack where the call's thread left the CPU for its longest stretch",
+        "where in the kernel the call's thread left the CPU for its longest stretch (return phase)",
+        C::Expr("fslat_sched_wait_kstack()"),
+    ))),
+    Builtin(&at_return(def(
+        &["wait_ustack"],
+        BuiltinTy::WaitStack(StackKind::User),
+        "the user stack where the call's thread left the CPU for its longest stretch",
+        "where in user space the call's thread left the CPU for its longest stretch (return phase)",
+        C::Expr("fslat_sched_wait_ustack()"),
     ))),
     Builtin(&def(
         &["idle"],

@@ -77,6 +77,8 @@ pub fn check_with(
         uses_kstack: false,
         uses_ustack: false,
         uses_sched: false,
+        wait_kstack: false,
+        wait_ustack: false,
         span_by_thread: false,
         entry_values: Vec::new(),
         user: None,
@@ -139,6 +141,8 @@ pub fn check_with(
         uses_kstack: cx.uses_kstack,
         uses_ustack: cx.uses_ustack,
         uses_sched: cx.uses_sched,
+        wait_kstack: cx.wait_kstack,
+        wait_ustack: cx.wait_ustack,
         ustack_bytes: if cx.uses_ustack {
             cx.opts.ustack_bytes
         } else {
@@ -167,6 +171,8 @@ struct Checker<'k> {
     uses_kstack: bool,
     uses_ustack: bool,
     uses_sched: bool,
+    wait_kstack: bool,
+    wait_ustack: bool,
     /// Checking a span whose ends are both keyed by `pid`: one thread's stretch.
     span_by_thread: bool,
     /// The current session's `entry()` values so far.

@@ -78,6 +78,7 @@ impl Checker<'_> {
                     self.uses_ustack = true;
                     Ty::Stack(StackKind::User)
                 }
+                BuiltinTy::WaitStack(kind) => return self.wait_stack(def, kind, name, span),
                 BuiltinTy::CgroupName(v) => Ty::CgroupName(v),
                 BuiltinTy::U64 => Ty::Int(Scalar {
                     size: 8,
@@ -187,6 +188,39 @@ impl Checker<'_> {
                 rhs: Box::new(at_entry),
                 signed: false,
             },
+        })
+    }
+
+    /// `wait_kstack`, `wait_ustack`: the stacks the scheduler hooks took when the call's
+    /// thread left the CPU for its longest stretch. One thread's, as `oncpu` is; a
+    /// kernel stack is meaningful in a user function's session too (where it slept).
+    fn wait_stack(
+        &mut self,
+        def: Builtin,
+        kind: StackKind,
+        name: &str,
+        span: Span,
+    ) -> Checked<Expr> {
+        if self.in_span && !self.span_by_thread {
+            let d = Diagnostic::new(span, DiagKind::SchedInSpan { name: name.into() }).hint(
+                "key the span by the thread at both ends, `(pid)`, to follow one thread's time",
+            );
+            return Err(self.error_with(d));
+        }
+        self.uses_sched = true;
+        match kind {
+            StackKind::Kernel => {
+                self.uses_kstack = true;
+                self.wait_kstack = true;
+            }
+            StackKind::User => {
+                self.uses_ustack = true;
+                self.wait_ustack = true;
+            }
+        }
+        Ok(Expr {
+            ty: Ty::Stack(kind),
+            kind: ExprKind::Builtin(def),
         })
     }
 

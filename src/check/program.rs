@@ -4,6 +4,7 @@
 //! event's layout.
 
 pub use super::builtins::Builtin;
+use super::builtins::BuiltinTy;
 use crate::aggregate::Linear;
 use crate::btf::TypeId;
 use crate::diag::Span;
@@ -27,6 +28,12 @@ pub struct Program {
     /// object then has the scheduler hooks that keep each thread's totals.
     #[serde(default)]
     pub uses_sched: bool,
+    /// Whether any session names `wait_kstack` / `wait_ustack`: the scheduler hooks then
+    /// take the thread's stacks each time it leaves the CPU with a call in flight.
+    #[serde(default)]
+    pub wait_kstack: bool,
+    #[serde(default)]
+    pub wait_ustack: bool,
     /// `--ustack-bytes N`: user stacks are the registers and N bytes of the stack copied
     /// at capture, unwound in user space with the files' call-frame information; 0: the
     /// kernel's frame-pointer walk.
@@ -313,7 +320,8 @@ impl Session {
     /// the entry) or values saved with `entry()`. A session that needs neither runs at
     /// return only (`Mode::Fexit`), its entry filter with it.
     pub fn needs_entry(&self) -> bool {
-        let mut timed = !self.entry_values.is_empty() || self.reads_entry_time();
+        let mut timed =
+            !self.entry_values.is_empty() || self.reads_entry_time() || self.uses_sched();
         for e in self.entry_filter.iter().chain(self.return_exprs()) {
             e.visit(&mut |x| timed |= matches!(x.kind, ExprKind::Entry(_)));
         }
@@ -350,9 +358,17 @@ impl Session {
     /// Whether it reads the scheduler's per-thread totals (`oncpu`...): they are saved at
     /// entry, so its entry values hold them.
     pub fn uses_sched(&self) -> bool {
-        self.entry_values
-            .iter()
-            .any(|v| matches!(v.kind, ExprKind::Builtin(b) if b.reads_sched()))
+        let mut waits = false;
+        for e in self.return_exprs() {
+            e.visit(&mut |x| {
+                waits |= matches!(x.kind, ExprKind::Builtin(b) if matches!(b.ty, BuiltinTy::WaitStack(_)))
+            });
+        }
+        waits
+            || self
+                .entry_values
+                .iter()
+                .any(|v| matches!(v.kind, ExprKind::Builtin(b) if b.reads_sched()))
     }
 
     /// Whether its event or one of its aggregation keys is a stack.

@@ -211,6 +211,9 @@ pub const USTACK_SCRATCH_MAP: &str = "fslat_ustack_scratch";
 /// `oncpu` and its kin: each thread's running totals, kept by the scheduler hooks
 /// (fslat_sched.bpf.h; only the kernel side reads it).
 pub const SCHED_MAP: &str = "fslat_sched_totals";
+/// The stack id of `wait_kstack`/`wait_ustack` for a call that never left the CPU (in a
+/// user stack's low 32 bits): not a stack, and not lost; shown as `[empty]`.
+pub const NO_STACK: i32 = -2;
 pub const UFRAME_DEPTH: usize = 127;
 pub const UFRAME_SIZE: usize = 8;
 pub const UFRAME_OFFSET_AT: usize = 4;

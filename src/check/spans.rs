@@ -256,7 +256,8 @@ fn same_key_type(a: &Ty, b: &Ty) -> bool {
 }
 
 fn uses_stack(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Builtin(b) if matches!(b.c, super::builtins::C::Stack(_)))
+    matches!(e.kind, ExprKind::Builtin(b) if matches!(b.c, super::builtins::C::Stack(_))
+        || matches!(b.ty, super::builtins::BuiltinTy::WaitStack(_)))
         || e.clone().children_mut().into_iter().any(|c| uses_stack(c))
 }
 

@@ -36,6 +36,11 @@ struct ProgramData {
     uses_ustack: bool,
     /// The scheduler hooks of `oncpu` and its kin.
     uses_sched: bool,
+    /// `wait_kstack`, `wait_ustack`: the hooks take the stacks where a thread leaves.
+    wait_kstack: bool,
+    wait_ustack: bool,
+    /// The stack id of a call that never left the CPU.
+    no_stack: i32,
     /// Whether the program has a ring buffer: for events, and for ustack's announcements.
     ring: bool,
     /// `ustack` on a kernel with `bpf_find_vma`: frames resolved to files at capture.
@@ -490,6 +495,9 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
         uses_kstack: program.uses_kstack,
         uses_ustack: program.uses_ustack,
         uses_sched: program.uses_sched,
+        wait_kstack: program.wait_kstack,
+        wait_ustack: program.wait_ustack,
+        no_stack: resources::NO_STACK,
         ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
         ustack_files: (program.uses_ustack && program.features.find_vma).then_some(
             UstackFilesData {

@@ -16,7 +16,7 @@ mod modules;
 mod unwind;
 
 use crate::check::program::StackKind;
-use crate::check::resources::{EMPTY_STACK, USTACK_SECOND};
+use crate::check::resources::{EMPTY_STACK, NO_STACK, USTACK_SECOND};
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
@@ -64,9 +64,18 @@ fn clean_symbol(name: &str) -> String {
 /// the nearest symbol below would misname.
 fn is_own_frame(f: &Frame) -> bool {
     f.module.as_deref() == Some(JIT)
-        || f.symbol
-            .as_deref()
-            .is_some_and(|s| s.starts_with("bpf_prog_") || s.starts_with("bpf_trampoline_"))
+        || f.symbol.as_deref().is_some_and(|s| {
+            // The last three: the scheduler hooks' tracepoint (`wait_kstack`).
+            [
+                "bpf_prog_",
+                "bpf_trampoline_",
+                "bpf_trace_run",
+                "__bpf_trace_",
+                "__traceiter_",
+            ]
+            .iter()
+            .any(|p| s.starts_with(p))
+        })
 }
 
 /// The frame that ends (root first: starts) a user stack deeper than its copy.
@@ -110,7 +119,22 @@ fn callers(mut frames: Vec<(Frame, u64)>, entry_frame: bool) -> Vec<Frame> {
     if entry_frame && frames.first().is_some_and(|(_, at)| *at < ENTRY_PATCH) {
         frames.remove(0);
     }
-    frames.into_iter().map(|(f, _)| f).collect()
+    // A traced function deeper in the stack (`wait_kstack`: the thread slept inside one)
+    // leaves its trampoline and, in fentry mode, the return into its patched entry (the
+    // function's own name again, near its start): left out as well.
+    let mut out: Vec<Frame> = Vec::with_capacity(frames.len());
+    let mut after_own = false;
+    for (f, at) in frames {
+        let own = is_own_frame(&f);
+        let entry = after_own
+            && at < ENTRY_PATCH
+            && out.last().is_some_and(|inner| inner.symbol == f.symbol);
+        if !own && !entry {
+            out.push(f);
+        }
+        after_own = own;
+    }
+    out
 }
 
 pub struct StackTable {
@@ -235,6 +259,13 @@ impl StackTable {
             frames: Vec::new(),
             lost: true,
         };
+        if id == i64::from(NO_STACK) {
+            // `wait_kstack` of a call that never left the CPU.
+            return Stack {
+                lost: false,
+                ..lost
+            };
+        }
         if kind == StackKind::User
             && let Some(copies) = &self.copies
         {
@@ -576,6 +607,19 @@ mod tests {
             (f("__x64_sys_pread64"), 14),
         ];
         assert_eq!(names(callers(fsession, false)), ["__x64_sys_pread64"]);
+        // wait_kstack: the thread slept inside a function fslat traces in fentry mode.
+        let inside = vec![
+            (f("__schedule"), 700),
+            (f("pipe_read"), 400),
+            (f("vfs_read"), 150),
+            (f("bpf_trampoline_30077_1"), 90),
+            (f("vfs_read"), 9),
+            (f("ksys_read"), 107),
+        ];
+        assert_eq!(
+            names(callers(inside, false)),
+            ["__schedule", "pipe_read", "vfs_read", "ksys_read"]
+        );
     }
 
     /// A user frame of `pid` at `addr`, symbolized as a traced process's would be.

@@ -351,7 +351,8 @@ def order(patterns):
     print(f"{len(seen)} lines in order")
 def sched(n, args):
     select = [a.split("=", 1) for a in args if re.fullmatch(r"\w+=[^=<>]+", a)]
-    conds = [a for a in args if not re.fullmatch(r"\w+=[^=<>]+", a)]
+    frames = [a.split("~", 1) for a in args if "~" in a]
+    conds = [a for a in args if not re.fullmatch(r"\w+=[^=<>]+", a) and "~" not in a]
     evs = [r["fields"] for r in records() if r["type"] == "event"]
     evs = [e for e in evs if all(str(e.get(k)) == v for k, v in select)]
     if len(evs) != n:
@@ -372,6 +373,12 @@ def sched(n, args):
         if all(f"{k}_ns" in e for k in ("runq", "blocked", "offcpu")):
             if e["runq_ns"] + e["blocked_ns"] != e["offcpu_ns"]:
                 fail(f"event {i}: runq + blocked != offcpu")
+        waits(f"event {i}", e)
+        # `wait_kstack~pipe_read|pipe_wait`: a frame of that stack names one of these.
+        for name, want in frames:
+            stack = e.get(name) or []
+            if not any(w in (f["symbol"] or "") for f in stack for w in want.split("|")):
+                fail(f"event {i}: {name} has no frame naming {want}")
         for c in conds:
             m = re.fullmatch(r"([\w/]+)(>=|<=|>|<)([\d.]+)(ms)?", c)
             if not m:
@@ -387,6 +394,18 @@ def sched(n, args):
                 fail(f"event {i}: {name} is {got}, not {op} {c[len(name) + len(op):]}")
 
 
+def waits(what, e):
+    """wait_kstack / wait_ustack: empty exactly when the call never left the CPU."""
+    for name in ("wait_kstack", "wait_ustack"):
+        if name not in e:
+            continue
+        stack = e[name]
+        if stack is None:
+            fail(f"{what}: {name} was lost")
+        if "switches" in e and (e["switches"] == 0) != (stack == []):
+            fail(f"{what}: {name} is {stack} after {e['switches']} switches")
+
+
 def sched_nested(spin_ms, nap_ms, n):
     evs = [r["fields"] for r in records() if r["type"] == "event"]
     if len(evs) != 2 * n:
@@ -400,6 +419,16 @@ def sched_nested(spin_ms, nap_ms, n):
         for e in (inner, outer):
             if e["oncpu_ns"] + e["offcpu_ns"] != e["latency_ns"]:
                 fail(f"call {g}: oncpu + offcpu != latency")
+            waits(f"call {g}", e)
+        if "wait_kstack" in inner:
+            # The inner call's one long stretch is its sleep; the outer call's longest is
+            # the same one, handed up at the inner call's return.
+            if not any("nanosleep" in (f["symbol"] or "") for f in inner["wait_kstack"]):
+                fail(f"call {g}: the inner call's wait_kstack is not its sleep")
+            if not any("layer" in (f["symbol"] or "") for f in inner["wait_ustack"] or []):
+                fail(f"call {g}: the inner call's wait_ustack does not name layer()")
+            if outer["wait_kstack"] != inner["wait_kstack"]:
+                fail(f"call {g}: the outer call's longest stretch is not its inner call's sleep")
         if inner["blocked_ns"] < nap_ms * ms or inner["switches"] < 1:
             fail(f"call {g}: the inner call did not sleep {nap_ms} ms")
         if outer["blocked_ns"] < inner["blocked_ns"] or outer["switches"] < inner["switches"]:
