@@ -81,7 +81,10 @@ pub fn attach_usdt(
     let pid = if pid == 0 { -1 } else { pid as i32 };
     prog.attach_usdt(pid, &point.path, &point.provider, &point.name)
         .map_err(|e| {
-            let (reason, hint) = explain(&e);
+            let (reason, mut hint) = explain(&e);
+            if hint.starts_with("Run with -v") {
+                hint = USDT_WITHOUT_COOKIES;
+            }
             RuntimeError::UserAttach {
                 session: s.label.clone(),
                 path: point.path.clone(),
@@ -90,6 +93,11 @@ pub fn attach_usdt(
             }
         })
 }
+
+/// What libbpf cannot do on a kernel without BPF cookies (before 5.15, such as 5.10): there
+/// it finds a USDT site's argument specs by the address the probe fired at, so it attaches
+/// a probe of a PIE or a shared library only in one process, and one program per site.
+const USDT_WITHOUT_COOKIES: &str = "Before Linux 5.15 (no BPF cookies), libbpf attaches a USDT probe of a PIE or a library only with -p PID or -c CMD, and one point per probe site; run with -v for libbpf's messages.";
 
 /// The kernel's reason, and what to do about it.
 fn explain(e: &libbpf_rs::Error) -> (String, &'static str) {
