@@ -116,24 +116,7 @@ impl Checker<'_> {
         let index = match (by_name, by_pos) {
             (Some(i), _) => i,
             (None, Some(i)) if i < scope.params.len() => i,
-            (None, Some(_)) => {
-                let mut d = Diagnostic::new(
-                    span,
-                    DiagKind::ArgOutOfRange {
-                        name: name.into(),
-                        count: scope.params.len(),
-                    },
-                );
-                // A USDT probe's name is `PROVIDER:NAME`; no kernel function's has a colon.
-                if scope.func.name.contains(':') && self.user.is_none() {
-                    d = d.hint(format!(
-                        "USDT probe `{}` has {} argument(s), `arg0`..: its note says so (`fslat -l 'usdt:FILE:NAME'` lists them)",
-                        scope.func.name,
-                        scope.params.len()
-                    ));
-                }
-                return Err(self.error_with(d));
-            }
+            (None, Some(_)) => return Err(self.arg_out_of_range(scope, name, span)),
             (None, None) => {
                 let mut names: Vec<String> = scope.params.iter().map(|p| p.name.clone()).collect();
                 names.extend(builtin_names().map(String::from));
@@ -177,6 +160,26 @@ impl Checker<'_> {
             self.in_register(scope, index, raw, span.clone())?;
         }
         self.param_value(index, raw, span)
+    }
+
+    /// `argN` past the point's arguments.
+    fn arg_out_of_range(&mut self, scope: &Scope, name: &str, span: Span) -> super::Reported {
+        let mut d = Diagnostic::new(
+            span,
+            DiagKind::ArgOutOfRange {
+                name: name.into(),
+                count: scope.params.len(),
+            },
+        );
+        // A USDT probe's name is `PROVIDER:NAME`; no kernel function's has a colon.
+        if scope.func.name.contains(':') && self.user.is_none() {
+            d = d.hint(format!(
+                "USDT probe `{}` has {} argument(s), `arg0`..: its note says so (`fslat -l 'usdt:FILE:NAME'` lists them)",
+                scope.func.name,
+                scope.params.len()
+            ));
+        }
+        self.error_with(d)
     }
 
     /// `oncpu` and the other scheduler figures: the thread's running total at return

@@ -39,86 +39,14 @@ impl Checker<'_> {
         at: &ast::Usdt,
     ) -> Option<(FuncSig, UsdtPoint)> {
         let file = &at.file;
-        if !cfg!(target_arch = "x86_64") {
-            self.error(file.span.clone(), DiagKind::UserNeedsX86);
-            return None;
-        }
-        let path = match elf::find(&file.name, &self.opts.lookup) {
-            Ok(Some(path)) => path,
-            Ok(None) => {
-                self.error(file.span.clone(), DiagKind::NoMainExecutable);
-                return None;
-            }
-            Err(e) => {
-                self.error(
-                    file.span.clone(),
-                    DiagKind::UserFile {
-                        file: file.name.clone(),
-                        why: e.to_string(),
-                    },
-                );
-                return None;
-            }
-        };
-        let shown = path.display().to_string();
-        let probes = match sdt::probes(&path) {
-            Ok(p) => p,
-            Err(e) => {
-                self.error(
-                    file.span.clone(),
-                    DiagKind::UserFile {
-                        file: file.name.clone(),
-                        why: e.to_string(),
-                    },
-                );
-                return None;
-            }
-        };
-        if probes.is_empty() {
-            let d = Diagnostic::new(file.span.clone(), DiagKind::NoSdtNotes { file: shown })
-                .hint("USDT probes come from `sys/sdt.h`'s DTRACE_PROBE/STAP_PROBE macros (PostgreSQL, python3, libstdc++ have them); `session FILE:FUNC` traces a function of the file");
-            self.error_with(d);
-            return None;
-        }
+        let (shown, probes) = self.usdt_file(file)?;
         let provider = at.provider.as_ref().map(|p| p.name.as_str());
         let found: Vec<&sdt::Probe> = probes
             .iter()
             .filter(|p| p.name == name.name && provider.is_none_or(|w| p.provider == w))
             .collect();
         let Some(first) = found.first() else {
-            let written = match provider {
-                Some(p) => format!("{p}:{}", name.name),
-                None => name.name.clone(),
-            };
-            let at_span = match &at.provider {
-                Some(p) => p.span.start..name.span.end,
-                None => name.span.clone(),
-            };
-            let mut names: Vec<String> = probes
-                .iter()
-                .filter(|p| provider.is_none_or(|w| p.provider == w))
-                .map(|p| p.name.clone())
-                .collect();
-            names.sort();
-            names.dedup();
-            let near = closest(&name.name, names.iter().map(String::as_str));
-            let mut d = Diagnostic::new(
-                at_span,
-                DiagKind::UnknownUsdt {
-                    probe: written,
-                    file: shown.clone(),
-                },
-            );
-            if !near.is_empty() {
-                d = d.hint(format!("did you mean {}?", quote_list(&near)));
-            }
-            let providers = sdt::providers(&probes);
-            let providers: Vec<&str> = providers.iter().map(String::as_str).collect();
-            d = d.hint(format!(
-                "its providers: {}; `fslat -l 'usdt:{shown}'` lists its probes",
-                quote_list(&providers)
-            ));
-            self.error_with(d);
+            self.unknown_usdt(name, at, &shown, &probes);
             return None;
         };
         let mut providers: Vec<&str> = found.iter().map(|p| p.provider.as_str()).collect();
@@ -178,5 +106,96 @@ impl Checker<'_> {
             name: first.name.clone(),
         };
         Some((sig, point))
+    }
+
+    /// The file of a USDT point and its probes: `None` (a diagnostic recorded) when it
+    /// cannot be found or read, or has no SDT notes.
+    fn usdt_file(&mut self, file: &ast::Ident) -> Option<(String, Vec<sdt::Probe>)> {
+        if !cfg!(target_arch = "x86_64") {
+            self.error(file.span.clone(), DiagKind::UserNeedsX86);
+            return None;
+        }
+        let path = match elf::find(&file.name, &self.opts.lookup) {
+            Ok(Some(path)) => path,
+            Ok(None) => {
+                self.error(file.span.clone(), DiagKind::NoMainExecutable);
+                return None;
+            }
+            Err(e) => {
+                self.error(
+                    file.span.clone(),
+                    DiagKind::UserFile {
+                        file: file.name.clone(),
+                        why: e.to_string(),
+                    },
+                );
+                return None;
+            }
+        };
+        let shown = path.display().to_string();
+        let probes = match sdt::probes(&path) {
+            Ok(p) => p,
+            Err(e) => {
+                self.error(
+                    file.span.clone(),
+                    DiagKind::UserFile {
+                        file: file.name.clone(),
+                        why: e.to_string(),
+                    },
+                );
+                return None;
+            }
+        };
+        if probes.is_empty() {
+            let d = Diagnostic::new(file.span.clone(), DiagKind::NoSdtNotes { file: shown })
+                .hint("USDT probes come from `sys/sdt.h`'s DTRACE_PROBE/STAP_PROBE macros (PostgreSQL, python3, libstdc++ have them); `session FILE:FUNC` traces a function of the file");
+            self.error_with(d);
+            return None;
+        }
+        Some((shown, probes))
+    }
+
+    /// A probe the file does not have: the nearest names, and the file's providers.
+    fn unknown_usdt(
+        &mut self,
+        name: &ast::Ident,
+        at: &ast::Usdt,
+        shown: &str,
+        probes: &[sdt::Probe],
+    ) {
+        let provider = at.provider.as_ref().map(|p| p.name.as_str());
+        let written = match provider {
+            Some(p) => format!("{p}:{}", name.name),
+            None => name.name.clone(),
+        };
+        let at_span = match &at.provider {
+            Some(p) => p.span.start..name.span.end,
+            None => name.span.clone(),
+        };
+        let mut names: Vec<String> = probes
+            .iter()
+            .filter(|p| provider.is_none_or(|w| p.provider == w))
+            .map(|p| p.name.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        let near = closest(&name.name, names.iter().map(String::as_str));
+        let mut d = Diagnostic::new(
+            at_span,
+            DiagKind::UnknownUsdt {
+                probe: written,
+                file: shown.to_string(),
+            },
+        );
+        if !near.is_empty() {
+            d = d.hint(format!("did you mean {}?", quote_list(&near)));
+        }
+        let providers = sdt::providers(probes);
+        let providers: Vec<&str> = providers.iter().map(String::as_str).collect();
+        d = d.hint(format!(
+            "its providers: {}; `fslat -l 'usdt:{shown}'` lists its probes",
+            quote_list(&providers)
+        ));
+        self.error_with(d);
     }
 }
