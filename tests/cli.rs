@@ -223,7 +223,7 @@ fn usdt_points_refuse_unknown_probes_files_without_notes_and_missing_arguments()
     let out = fslat(&["--emit", "c", "-e", &script("argz { count() }")]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("error[F0831]: "), "{stderr}");
+    assert!(stderr.contains("error[F0841]: "), "{stderr}");
     assert!(stderr.contains("has no USDT probe `argz`"), "{stderr}");
     assert!(stderr.contains("did you mean `args`?"), "{stderr}");
     assert!(stderr.contains("its providers: `fslat`"), "{stderr}");
