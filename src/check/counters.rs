@@ -159,7 +159,7 @@ pub const COMPLETED: Counter = Counter {
 };
 pub const RESTARTED: Counter = Counter {
     name: "restarted",
-    about: "Spans: STARTs for a key already in flight (the later one wins).",
+    about: "Spans: STARTs for a key already in flight (the later one wins; spans keyed by pid nest instead).",
     source: Source::Bpf {
         counted_in: "a span's START (templates/span.bpf.c.hbs)",
     },
@@ -175,7 +175,7 @@ pub const UNMATCHED: Counter = Counter {
 };
 pub const EVICTED: Counter = Counter {
     name: "evicted",
-    about: "Spans: STARTs lost because the span's map was full (--max-in-flight).",
+    about: "Spans: STARTs lost because the span's map was full (--max-in-flight), or nested deeper than 16 on one thread.",
     source: Source::Bpf {
         counted_in: "a span's START (templates/span.bpf.c.hbs)",
     },

@@ -26,6 +26,7 @@ mod profile;
 pub mod program;
 pub mod resources;
 mod spans;
+mod usdt;
 mod user;
 
 pub use user::carry_params_to_return;

@@ -11,6 +11,9 @@ use crate::syntax::ast::Span;
 impl Checker<'_> {
     /// How a value of BTF type `ty` looks in a script, or `None` if fslat can't read it.
     pub(super) fn value_type(&self, ty: TypeId) -> Option<Ty> {
+        if let Some(scalar) = super::usdt::usdt_scalar(ty) {
+            return Some(Ty::Int(scalar));
+        }
         Some(match self.types().resolve(ty) {
             KType::Int {
                 bool_like: true, ..
@@ -114,15 +117,7 @@ impl Checker<'_> {
         let index = match (by_name, by_pos) {
             (Some(i), _) => i,
             (None, Some(i)) if i < scope.params.len() => i,
-            (None, Some(_)) => {
-                return Err(self.error(
-                    span,
-                    DiagKind::ArgOutOfRange {
-                        name: name.into(),
-                        count: scope.params.len(),
-                    },
-                ));
-            }
+            (None, Some(_)) => return Err(self.arg_out_of_range(scope, name, span)),
             (None, None) => {
                 let mut names: Vec<String> = scope.params.iter().map(|p| p.name.clone()).collect();
                 names.extend(builtin_names().map(String::from));
@@ -166,6 +161,26 @@ impl Checker<'_> {
             self.in_register(scope, index, raw, span.clone())?;
         }
         self.param_value(index, raw, span)
+    }
+
+    /// `argN` past the point's arguments.
+    fn arg_out_of_range(&mut self, scope: &Scope, name: &str, span: Span) -> super::Reported {
+        let mut d = Diagnostic::new(
+            span,
+            DiagKind::ArgOutOfRange {
+                name: name.into(),
+                count: scope.params.len(),
+            },
+        );
+        // A USDT probe's name is `PROVIDER:NAME`; no kernel function's has a colon.
+        if scope.func.name.contains(':') && self.user.is_none() {
+            d = d.hint(format!(
+                "USDT probe `{}` has {} argument(s), `arg0`..: its note says so (`fslat -l 'usdt:FILE:NAME'` lists them)",
+                scope.func.name,
+                scope.params.len()
+            ));
+        }
+        self.error_with(d)
     }
 
     /// `oncpu` and the other scheduler figures: the thread's running total at return

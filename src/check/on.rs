@@ -16,7 +16,7 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let on = s.on.as_ref()?;
-        let sig = self.point(&on.name, on.tracepoint)?;
+        let (sig, usdt) = self.point(&on.name, on.tracepoint, on.usdt.as_ref())?;
         let (params, _) = self.params_of(&sig);
         self.entry_values.clear();
         self.shared = params.iter().map(|p| (p.clone(), vec![p.slot])).collect();
@@ -69,6 +69,7 @@ impl Checker<'_> {
             on: Some(SpanPoint {
                 name: on.name.name.clone(),
                 tracepoint: on.tracepoint,
+                usdt,
             }),
             profile: None,
         })

@@ -238,19 +238,46 @@ pub struct SpanPoints {
     pub start_filter: Option<Expr>,
 }
 
+impl SpanPoints {
+    /// Keyed by pid at both ends: the spans of one thread nest, as calls do (a stack per
+    /// thread: an END takes the latest START in flight), up to `SPAN_DEPTH` deep.
+    pub fn nests(&self) -> bool {
+        let pid = |e: &Expr| matches!(e.kind, ExprKind::Builtin(b) if b == super::builtins::PID);
+        pid(&self.start_key) && pid(&self.end_key)
+    }
+}
+
+/// How deep one thread's spans nest (`SpanPoints::nests`); a START deeper is `evicted`.
+pub const SPAN_DEPTH: u32 = 16;
+
 /// A kernel function's entry or a BTF tracepoint (a span's end, an `on` point).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpanPoint {
     pub name: String,
     pub tracepoint: bool,
+    /// A USDT probe: its program is libbpf's `usdt` kind, attached by the runtime.
+    #[serde(default)]
+    pub usdt: Option<UsdtPoint>,
 }
 
 impl SpanPoint {
     /// The BPF section its program attaches by.
     pub fn section(&self) -> String {
+        if self.usdt.is_some() {
+            return "usdt".into();
+        }
         let kind = if self.tracepoint { "tp_btf" } else { "fentry" };
         format!("{kind}/{}", self.name)
     }
+}
+
+/// A USDT probe as libbpf attaches it: the file, the provider and the name (every site of
+/// the probe in the file, its semaphore set while attached).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsdtPoint {
+    pub path: String,
+    pub provider: String,
+    pub name: String,
 }
 
 /// Where a session's user-space functions are and how they are probed.
@@ -277,6 +304,17 @@ pub struct Target {
 }
 
 impl Session {
+    /// Whether a point of this `on` or span is a USDT probe.
+    pub fn at_usdt(&self) -> bool {
+        self.usdt_points().next().is_some()
+    }
+
+    /// The USDT probes among this `on`'s or span's points.
+    pub fn usdt_points(&self) -> impl Iterator<Item = &UsdtPoint> {
+        let span = self.span.iter().flat_map(|p| [&p.start, &p.end]);
+        self.on.iter().chain(span).filter_map(|p| p.usdt.as_ref())
+    }
+
     /// Every expression evaluated at return: the return filter, the event's fields, the
     /// aggregations' arguments and keys.
     fn return_exprs(&self) -> impl Iterator<Item = &Expr> {

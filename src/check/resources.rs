@@ -367,6 +367,12 @@ impl Session {
         format!("fslat_calls_{}", self.prog_suffix(t))
     }
 
+    /// A span keyed by pid at both ends: each thread's depth of nested spans in flight
+    /// (`SpanPoints::nests`), sized as the calls map.
+    pub fn span_depth_map(&self) -> String {
+        format!("fslat_depth_{}", self.prog_suffix(0))
+    }
+
     /// fsession: the map of target `t`'s `entry()` values of calls in flight, for its
     /// program of `role` (`fslat_entry_I`, `fslat_entry_I_T`; one map for a multi-attach
     /// program). fentry mode keeps them in the calls map.

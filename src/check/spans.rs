@@ -28,7 +28,7 @@ impl Checker<'_> {
         let ends = s.ends.as_ref()?;
         let start_sig = self.span_point(&ends.start);
         let end_sig = self.span_point(&ends.end);
-        let (start_sig, end_sig) = (start_sig?, end_sig?);
+        let ((start_sig, start_usdt), (end_sig, end_usdt)) = (start_sig?, end_sig?);
         self.in_span = true;
         let (end_params, _) = self.params_of(&end_sig);
         let (start_params, _) = self.params_of(&start_sig);
@@ -100,9 +100,10 @@ impl Checker<'_> {
             ret: None,
             offset: None,
         };
-        let point = |p: &ast::SpanPoint| SpanPoint {
+        let point = |p: &ast::SpanPoint, usdt: Option<UsdtPoint>| SpanPoint {
             name: p.name.name.clone(),
             tracepoint: p.tracepoint,
+            usdt,
         };
         Some(Session {
             index,
@@ -122,8 +123,8 @@ impl Checker<'_> {
             skipped: Vec::new(),
             user: None,
             span: Some(SpanPoints {
-                start: point(&ends.start),
-                end: point(&ends.end),
+                start: point(&ends.start, start_usdt),
+                end: point(&ends.end, end_usdt),
                 start_key,
                 end_key,
                 start_filter,
@@ -149,14 +150,28 @@ impl Checker<'_> {
         self.error_with(d);
     }
 
-    /// START's or END's function or tracepoint, by exact name.
-    fn span_point(&mut self, p: &ast::SpanPoint) -> Option<FuncSig> {
-        self.point(&p.name, p.tracepoint)
+    /// START's or END's function, tracepoint or USDT probe, by exact name.
+    fn span_point(&mut self, p: &ast::SpanPoint) -> Option<(FuncSig, Option<UsdtPoint>)> {
+        self.point(&p.name, p.tracepoint, p.usdt.as_ref())
     }
 
-    /// A kernel function's entry (by exact name) or a BTF tracepoint: a span's end or an
-    /// `on` point.
-    pub(super) fn point(&mut self, name: &ast::Ident, tracepoint: bool) -> Option<FuncSig> {
+    /// A kernel function's entry (by exact name), a BTF tracepoint or a USDT probe (with
+    /// what the runtime attaches): a span's end or an `on` point.
+    pub(super) fn point(
+        &mut self,
+        name: &ast::Ident,
+        tracepoint: bool,
+        usdt: Option<&ast::Usdt>,
+    ) -> Option<(FuncSig, Option<UsdtPoint>)> {
+        if let Some(at) = usdt {
+            return self
+                .usdt_point(name, at)
+                .map(|(sig, point)| (sig, Some(point)));
+        }
+        self.kernel_point(name, tracepoint).map(|sig| (sig, None))
+    }
+
+    fn kernel_point(&mut self, name: &ast::Ident, tracepoint: bool) -> Option<FuncSig> {
         if !tracepoint {
             return self.exact_function(name).map(|mut f| {
                 // A span point is the function's entry: it has no `ret`.

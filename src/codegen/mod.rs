@@ -32,6 +32,8 @@ struct ProgramData {
     /// The session kfuncs take the program's context (Linux 7.0+).
     session_kfuncs_ctx: bool,
     uses_path: bool,
+    /// A USDT point: libbpf's `usdt.bpf.h` (through `fslat_usdt.bpf.h`).
+    uses_usdt: bool,
     uses_kstack: bool,
     uses_ustack: bool,
     /// The scheduler hooks of `oncpu` and its kin.
@@ -328,6 +330,9 @@ struct SpanData {
     values: usize,
     end_lines: Vec<String>,
     end_key: String,
+    /// Keyed by pid at both ends: the map of each thread's depth (`SpanPoints::nests`).
+    depth_map: Option<String>,
+    depth: u32,
 }
 
 /// How a session's programs are declared and attached, by mode.
@@ -492,6 +497,7 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
         mode: mode.of_program(program),
         session_kfuncs_ctx: program.features.fsession,
         uses_path: program.uses_path,
+        uses_usdt: program.sessions.iter().any(Session::at_usdt),
         uses_kstack: program.uses_kstack,
         uses_ustack: program.uses_ustack,
         uses_sched: program.uses_sched,
@@ -1003,7 +1009,8 @@ fn span_data(s: &Session) -> SessionData {
         reject,
         used: 0,
     };
-    let mut start = Phase::new(s, target, false, false, false, scratch(""));
+    let mut start = Phase::new(s, target, false, false, false, scratch(""))
+        .at_usdt(points.start.usdt.is_some());
     let start_filter = points.start_filter.as_ref().map(|f| start.expr(f));
     let start_key = start.expr(&points.start_key);
     if s.uses_sched() {
@@ -1032,6 +1039,8 @@ fn span_data(s: &Session) -> SessionData {
         start_values,
         end_lines: end.take_lines(),
         end_key,
+        depth_map: points.nests().then(|| s.span_depth_map()),
+        depth: SPAN_DEPTH,
     });
     data
 }

@@ -55,6 +55,13 @@ pub(super) fn attach(
             {
                 continue;
             }
+            if let Some((s, point)) = found.and_then(|p| {
+                let s = program.sessions.get(p.session)?;
+                Some((s, user::usdt_point(s, p.role)?))
+            }) {
+                links.push(user::attach_usdt(&prog, s, point, settings.target_tgid)?);
+                continue;
+            }
             if let Some((p, s)) = found.and_then(|p| {
                 program
                     .sessions

@@ -95,7 +95,7 @@ impl Sizes {
                 .sessions
                 .iter()
                 .filter(|s| s.span.is_some())
-                .map(|s| s.calls_map(0))
+                .flat_map(|s| [s.calls_map(0), s.span_depth_map()])
                 .collect(),
         }
     }

@@ -107,6 +107,7 @@ pub(super) fn summaries(
                 _ if s.profile.is_some() => "perf_event",
                 (Some(_), _) => "span",
                 (_, Some(p)) if p.tracepoint => "tp_btf",
+                (_, Some(p)) if p.usdt.is_some() => "usdt",
                 (_, Some(_)) => "fentry",
                 _ => settings.mode.of_session(s).name(),
             },

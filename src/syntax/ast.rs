@@ -54,6 +54,16 @@ pub enum Rate {
 pub struct OnPoint {
     pub name: Ident,
     pub tracepoint: bool,
+    /// `usdt:FILE:[PROVIDER:]NAME`: `name` is the probe's NAME.
+    pub usdt: Option<Usdt>,
+}
+
+/// Where a USDT point's probe is: `usdt:FILE:NAME` or `usdt:FILE:PROVIDER:NAME`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Usdt {
+    /// The file, as for user functions (empty: the main executable of -p or -c).
+    pub file: Ident,
+    pub provider: Option<Ident>,
 }
 
 /// The two points of a span (`span START(KEY) [where C1] -> END(KEY) [where C2]`).
@@ -69,6 +79,8 @@ pub struct SpanPoint {
     /// The function or tracepoint name (without `tp:`).
     pub name: Ident,
     pub tracepoint: bool,
+    /// A USDT probe (`name` is its NAME).
+    pub usdt: Option<Usdt>,
     pub key: Expr,
     pub predicate: Option<Expr>,
 }

@@ -179,12 +179,22 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
                 point = Some(OnPoint {
                     name: ident(name),
                     tracepoint: true,
+                    usdt: None,
+                });
+            }
+            Rule::usdt_point => {
+                let (name, usdt) = usdt_point(p);
+                point = Some(OnPoint {
+                    name,
+                    tracepoint: false,
+                    usdt,
                 });
             }
             Rule::span_func => {
                 point = Some(OnPoint {
                     name: ident(p),
                     tracepoint: false,
+                    usdt: None,
                 })
             }
             Rule::pred => predicate = Some(expr(p, errors)),
@@ -253,14 +263,38 @@ fn profile_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
     }
 }
 
+/// `usdt:FILE:[PROVIDER:]NAME`: the probe's NAME, and where it is.
+fn usdt_point(pair: Pair<Rule>) -> (Ident, Option<Usdt>) {
+    let whole = span(&pair);
+    let mut file = Ident {
+        name: String::new(),
+        span: whole.start + 5..whole.start + 5,
+    };
+    let mut names = Vec::new();
+    for part in pair.into_inner() {
+        match part.as_rule() {
+            Rule::user_file => file = ident(part),
+            _ => names.push(ident(part)),
+        }
+    }
+    let name = names.pop().expect("the grammar gives a USDT point a name");
+    let provider = names.pop();
+    (name, Some(Usdt { file, provider }))
+}
+
 fn span_point(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> SpanPoint {
     let mut inner = pair.into_inner();
     let head = inner.next().expect("a span point starts with its name");
     let tracepoint = head.as_rule() == Rule::tracepoint;
-    let name = if tracepoint {
-        ident(head.into_inner().next().expect("tp: has a name"))
+    let (name, usdt) = if head.as_rule() == Rule::usdt_point {
+        usdt_point(head)
+    } else if tracepoint {
+        (
+            ident(head.into_inner().next().expect("tp: has a name")),
+            None,
+        )
     } else {
-        ident(head)
+        (ident(head), None)
     };
     let key = expr(inner.next().expect("a span point has a key"), errors);
     let predicate = inner
@@ -269,6 +303,7 @@ fn span_point(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> SpanPoint {
     SpanPoint {
         name,
         tracepoint,
+        usdt,
         key,
         predicate,
     }
