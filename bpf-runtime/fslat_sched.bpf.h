@@ -17,7 +17,8 @@
  * hook, which knows the stretch's length, keeps them in the innermost call's slot if the
  * stretch is that call's longest so far; a call's return hands its longest up to its
  * caller's slot. So each nesting level keeps its own, at O(1) per switch. Calls nested
- * deeper than FSLAT_SCHED_LEVELS share the last slot, and read their stacks as lost.
+ * deeper than FSLAT_SCHED_LEVELS share the last slot, and read their stacks as lost
+ * (counted in the reading session's stack_lost).
  *
  * Included by the generated program, after its maps (the user stack's announcements go
  * to its ring buffer), when it defines FSLAT_WANT_SCHED and FSLAT_SCHED_MAP.
@@ -286,22 +287,34 @@ static __always_inline struct fslat_sched_wait *fslat_sched_wait_of_call(__s64 *
 	return &s->wait[fslat_sched_level(d)];
 }
 
+/* A wait stack that reads as lost (not captured in the switch hook, which has no session
+ * to count it in, or the call nested deeper than FSLAT_SCHED_LEVELS) is counted in the
+ * reading session's stack_lost (`lost`, may be NULL), as kstack's and ustack's are. */
+static __always_inline void fslat_sched_count_lost(__s64 id, __u64 *lost)
+{
+	if (id < 0 && id != FSLAT_EMPTY_STACK && id != FSLAT_NO_STACK && lost)
+		__sync_fetch_and_add(lost, 1);
+}
+
 /* `wait_kstack`: a kernel stack id; FSLAT_NO_STACK when the call never left the CPU. */
-static __always_inline __s64 fslat_sched_wait_kstack(void)
+static __always_inline __s64 fslat_sched_wait_kstack(__u64 *lost)
 {
 	__s64 none;
 	struct fslat_sched_wait *w = fslat_sched_wait_of_call(&none);
-	return w ? w->kstack : none;
+	__s64 id = w ? w->kstack : none;
+	fslat_sched_count_lost(id, lost);
+	return id;
 }
 
 /* `wait_ustack`: a packed user stack id (fslat_ustackid's). */
-static __always_inline __u64 fslat_sched_wait_ustack(void)
+static __always_inline __u64 fslat_sched_wait_ustack(__u64 *lost)
 {
 	__s64 none;
 	struct fslat_sched_wait *w = fslat_sched_wait_of_call(&none);
-	if (w)
-		return w->ustack;
-	return (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) | (__u32)none;
+	__u64 packed = w ? w->ustack
+			 : (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) | (__u32)none;
+	fslat_sched_count_lost((__s32)(__u32)packed, lost);
+	return packed;
 }
 #endif
 

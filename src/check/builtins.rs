@@ -53,7 +53,8 @@ pub enum C {
     /// `{start}` (the entry time) stand for values the program reads once (codegen's
     /// `Phase::builtin` declares them); `{sched}` is the thread's scheduler totals, read
     /// once per phase at the entry time (at entry) or the clock (at return), so that what
-    /// is read at both ends shares `latency`'s clock.
+    /// is read at both ends shares `latency`'s clock; `{stack_lost}` a pointer to the
+    /// session's `stack_lost` counter (or NULL).
     Expr(&'static str),
     /// A string: codegen's string code copies it (`bpf_get_current_comm`, the function
     /// name table, by mode).
@@ -325,14 +326,14 @@ pub const BUILTINS: &[Builtin] = &[
         BuiltinTy::WaitStack(StackKind::Kernel),
         "the kernel stack where the call's thread left the CPU for its longest stretch",
         "where in the kernel the call's thread left the CPU for its longest stretch (return phase)",
-        C::Expr("fslat_sched_wait_kstack()"),
+        C::Expr("fslat_sched_wait_kstack({stack_lost})"),
     ))),
     Builtin(&at_return(def(
         &["wait_ustack"],
         BuiltinTy::WaitStack(StackKind::User),
         "the user stack where the call's thread left the CPU for its longest stretch",
         "where in user space the call's thread left the CPU for its longest stretch (return phase)",
-        C::Expr("fslat_sched_wait_ustack()"),
+        C::Expr("fslat_sched_wait_ustack({stack_lost})"),
     ))),
     Builtin(&def(
         &["idle"],

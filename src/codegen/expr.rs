@@ -253,12 +253,13 @@ impl<'p> Phase<'p> {
             C::Expr(c) => {
                 type Read<'q> = fn(&mut Phase<'q>) -> String;
                 let mut out = c.to_string();
-                let values: [(&str, Read); 5] = [
+                let values: [(&str, Read); 6] = [
                     ("{pid_tgid}", Self::pid_tgid),
                     ("{uid_gid}", Self::uid_gid),
                     ("{start}", Self::start),
                     ("{now}", Self::now),
                     ("{sched}", Self::sched),
+                    ("{stack_lost}", |p| p.counter(&counters::STACK_LOST)),
                 ];
                 for (name, read) in values {
                     if out.contains(name) {

@@ -15,8 +15,9 @@
  *   ufunc wait            waits for its standard input to end, then runs `nap 5 3`
  *   ufunc spin MS N       N calls of spin(MS): each runs MS ms of its thread's CPU time
  *   ufunc spin2 MS N      two threads pinned to CPU 0, each making N calls of spin(MS)
- *   ufunc layer SPIN NAP R  R calls of layer(2): layer(2) spins SPIN ms of CPU time, then
- *                         calls layer(1), which sleeps NAP ms (after one nap(0))
+ *   ufunc layer SPIN NAP R [D]  R calls of layer(D) (D 2 when not given): each level
+ *                         above 1 spins SPIN ms of CPU time, then calls the next;
+ *                         layer(1) sleeps NAP ms (after one nap(0))
  *
  * With UFUNC_GO=FILE in its environment it first waits (polling, which calls none of
  * these functions nor nanosleep) until FILE exists: fslat can attach to it by pid.
@@ -205,8 +206,9 @@ int main(int argc, char **argv)
 		/* The first nanosleep binds its symbol (on the CPU, and faulting pages in):
 		 * done before, so that no traced call pays for it. */
 		nap(0);
+		long depth = argc > 5 ? atol(argv[5]) : 2;
 		for (long i = 0, r = atol(argv[4]); i < r; i++)
-			sum += layer(2, a, b);
+			sum += layer(depth, a, b);
 	} else if (!strcmp(cmd, "ops")) {
 		for (long i = 0; i < a; i++)
 			sum += slow_op(i);
