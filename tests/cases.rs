@@ -56,6 +56,24 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
+    let bpftrace_tools = scripts("examples/bpftrace");
+    let tools_found = bpftrace_tools.len();
+    for path in bpftrace_tools {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        trials.push(Trial::test(format!("bpftrace_tools::{stem}"), move || {
+            builds_for_this_kernel(&path)
+        }));
+    }
+    trials.push(Trial::test("bpftrace_tools::at_least_25", move || {
+        if tools_found >= 25 {
+            Ok(())
+        } else {
+            Err(format!("only {tools_found} of bpftrace's tools in examples/bpftrace").into())
+        }
+    }));
     trials.push(Trial::test("the_corpus_is_there", move || {
         the_corpus_is_there(scripts_found)
     }));
@@ -292,6 +310,45 @@ fn verdict(failures: Vec<String>) -> Result<(), Failed> {
     } else {
         Err(failures.join("\n\n").into())
     }
+}
+
+/// bpftrace's tools in fslat (examples/bpftrace/, docs/from-bpftrace.md) name real kernel
+/// functions, tracepoints and struct fields the fixture kernel does not have: each is
+/// checked against the running kernel's BTF, as `fslat SCRIPT` would check it (fentry
+/// mode: every kernel from 5.10 has it), and its C builds with both clangs without a
+/// warning. The kernel case `bpftrace_tools` checks them on the guests' kernels too.
+fn builds_for_this_kernel(path: &Path) -> Result<(), Failed> {
+    static KERNEL: OnceLock<Result<fslat::btf::Btf, String>> = OnceLock::new();
+    let kernel = KERNEL
+        .get_or_init(|| {
+            fslat::btf::Btf::vmlinux()
+                .map_err(|e| format!("{}: {e} (the host kernel's BTF)", fslat::btf::VMLINUX_PATH))
+        })
+        .as_ref()
+        .map_err(|e| Failed::from(e.clone()))?;
+    let name = file_name(path);
+    let text = read(path)?;
+    let c = match fslat::compile(&text, kernel, Mode::Fentry) {
+        Ok((_, c)) => c,
+        Err(diags) => {
+            let source = Source {
+                name: &name,
+                text: &text,
+            };
+            return Err(render(&source, &diags, false).into());
+        }
+    };
+    let mut failures = Vec::new();
+    for (clang, compiler) in compilers()? {
+        match compiler.compile_with_warnings(&c) {
+            Ok((_, warnings)) if warnings.is_empty() => {}
+            Ok((_, warnings)) => {
+                failures.push(format!("{name} ({clang}): clang warned:\n{warnings}"))
+            }
+            Err(e) => failures.push(format!("{name} ({clang}): {e}")),
+        }
+    }
+    verdict(failures)
 }
 
 /// A script with an `.err` fails with exactly those diagnostics; any other builds in both
