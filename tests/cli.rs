@@ -1050,7 +1050,9 @@ impl Tmux {
     }
 
     fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // Generous: the REPL runs clang for `:c`, and a loaded host (parallel builds, guests)
+        // has taken more than 20 s; this waits for a screen, it times nothing.
+        let deadline = Instant::now() + Duration::from_secs(90);
         loop {
             let screen = self.screen();
             if done(&screen) {
