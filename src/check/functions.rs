@@ -88,7 +88,8 @@ pub fn list_label(s: &ast::Session) -> String {
         let point = |p: &ast::SpanPoint| {
             format!("{}{}", if p.tracepoint { "tp:" } else { "" }, p.name.name)
         };
-        return format!("{}->{}", point(&ends.start), point(&ends.end));
+        let starts: Vec<String> = ends.starts.iter().map(point).collect();
+        return format!("{}->{}", starts.join(","), point(&ends.end));
     }
     if let Some(on) = &s.on {
         let tp = if on.tracepoint { "tp:" } else { "" };

@@ -19,6 +19,7 @@ impl Checker<'_> {
         let sig = self.point(&on.name, on.tracepoint)?;
         let (params, _) = self.params_of(&sig);
         self.entry_values.clear();
+        self.entry_at_others.clear();
         self.shared = params.iter().map(|p| (p.clone(), vec![p.slot])).collect();
         let scope = Scope {
             func: &sig,

@@ -178,17 +178,26 @@ pub fn saved_words(ty: &Ty) -> usize {
     }
 }
 
-/// What a span adds to its session: its START and the key at both points.
+/// What a span adds to its session: its STARTs and the key at every point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpanPoints {
-    pub start: SpanPoint,
+    /// One or more, in the order written; each its own program.
+    pub starts: Vec<SpanStart>,
     pub end: SpanPoint,
-    /// START's key, in START's names.
-    pub start_key: Expr,
-    /// END's key, of the same type.
+    /// END's key, of the type of every START's.
     pub end_key: Expr,
-    /// START's `where`.
-    pub start_filter: Option<Expr>,
+}
+
+/// One START of a span: its point, key, `where`, and what it saves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanStart {
+    pub point: SpanPoint,
+    /// In this START's names.
+    pub key: Expr,
+    pub filter: Option<Expr>,
+    /// The session's `entry_values` as this START computes them (`start.NAME` in its
+    /// names); the first START's are `entry_values` themselves.
+    pub values: Vec<Expr>,
 }
 
 /// A kernel function's entry or a BTF tracepoint (a span's end, an `on` point).

@@ -345,7 +345,11 @@ impl<'p> Phase<'p> {
     /// `words` (an lvalue array, `fslat_ev` or a map value's), at entry.
     pub fn save(&mut self, i: usize, words: &str) -> String {
         let session = self.session;
-        let v = &session.entry_values[i];
+        self.save_value(i, &session.entry_values[i], words)
+    }
+
+    /// `save` of `v`, the value of `entry_values[i]` as a span's START computes it.
+    pub fn save_value(&mut self, i: usize, v: &Expr, words: &str) -> String {
         let at = self.saved_at(i);
         match v.ty {
             Ty::Str { cap } => {

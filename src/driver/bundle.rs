@@ -400,10 +400,13 @@ fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Er
     for s in program.sessions.iter().filter(|s| !s.several) {
         // A span's target is its END, which may be a tracepoint.
         let names: Vec<(&str, bool)> = match (&s.span, &s.on) {
-            (Some(span), _) => vec![
-                (&span.start.name, span.start.tracepoint),
-                (&span.end.name, span.end.tracepoint),
-            ],
+            (Some(span), _) => span
+                .starts
+                .iter()
+                .map(|p| &p.point)
+                .chain([&span.end])
+                .map(|p| (p.name.as_str(), p.tracepoint))
+                .collect(),
             (_, Some(on)) => vec![(&on.name, on.tracepoint)],
             _ => s.targets.iter().map(|t| (t.func.as_str(), false)).collect(),
         };

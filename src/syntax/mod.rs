@@ -147,9 +147,8 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
             _ => {}
         }
     }
-    let mut points = points.into_iter();
-    let (Some(start), Some(end)) = (points.next(), points.next()) else {
-        unreachable!("the grammar gives a span two points")
+    let Some(end) = points.pop() else {
+        unreachable!("the grammar gives a span an end")
     };
     Session {
         func: end.name.clone(),
@@ -158,7 +157,7 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         predicate: end.predicate.clone(),
         actions,
         span: whole,
-        ends: Some(SpanEnds { start, end }),
+        ends: Some(SpanEnds { starts: points, end }),
         on: None,
     }
 }
