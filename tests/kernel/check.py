@@ -27,6 +27,16 @@
     check.py row-sum PATTERN N|LO..HI   text output: the counts of the aggregation rows
                                         whose keys match PATTERN add up to N (or LO..HI)
 
+    check.py switch-ins FILE            text output of `count() by next->pid as pid` and
+                                        `sum(latency) by next->pid as pid` (named `ins`,
+                                        `waited`): for each `PID SWITCH_INS RUN_DELAY_NS`
+                                        line of FILE (the kernel's schedstat), the count is
+                                        SWITCH_INS exactly, and the sum between 85% and
+                                        101% of RUN_DELAY_NS: the kernel stamps a wait's
+                                        start earlier (at the enqueue, before the wakeup
+                                        tracepoint, with its run-queue clock, which may
+                                        lag; seen: 99.5% on 7.2, 94% on 5.10)
+
     check.py span-ledger                a span's text SUMMARY: every start is completed,
                                         restarted, evicted or still in flight
                                         (started == completed + restarted + evicted +
@@ -271,6 +281,37 @@ def span_ledger():
         fail(f"the hist counts {hist}, completed is {n['completed']}")
 
 
+def switch_ins(path):
+    text = sys.stdin.read()
+    ns = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+    def rows(name):
+        lines = text.split("\n")
+        at = [i for i, line in enumerate(lines) if line.startswith(f"{name}: ")]
+        if not at:
+            fail(f"no aggregation {name!r} in the output")
+        got = {}
+        for line in lines[at[0] + 1 :]:
+            m = re.fullmatch(r"  pid=(\d+) ([\d.]+)(ns|us|ms|s)?", line)
+            if not m:
+                break
+            got[int(m.group(1))] = float(m.group(2)) * ns[m.group(3) or "ns"]
+        return got
+
+    ins, waited = rows("ins"), rows("waited")
+    lines = open(path).read().split()
+    if not lines:
+        fail(f"{path} is empty")
+    for pid, want_ins, want_ns in zip(lines[0::3], lines[1::3], lines[2::3]):
+        pid, want_ins, want_ns = int(pid), int(want_ins), int(want_ns)
+        got_ins, got_ns = ins.get(pid, 0), waited.get(pid, 0)
+        print(f"pid {pid}: {got_ins:.0f} switch-ins (kernel {want_ins}), waited {got_ns / 1e6:.2f} ms (kernel {want_ns / 1e6:.2f} ms)")
+        if got_ins != want_ins:
+            fail(f"pid {pid}: {got_ins:.0f} spans completed, the kernel switched it in {want_ins} times")
+        if not 0.85 * want_ns <= got_ns <= 1.01 * want_ns:
+            fail(f"pid {pid}: waited {got_ns} ns, the kernel says {want_ns}")
+
+
 def span_intervals(min_busy):
     """A span under `-i -f json`: the intervals' counts, histograms and percentiles each
     add up to the summary's `completed`, as do the emitted events."""
@@ -391,6 +432,9 @@ def main():
         return
     if what == "sched":
         sched(int(sys.argv[2]), sys.argv[3:])
+        return
+    if what == "switch-ins":
+        switch_ins(sys.argv[2])
         return
     if what == "span-ledger":
         span_ledger()
