@@ -183,10 +183,19 @@ pub const IN_FLIGHT: Counter = Counter {
     shown: Shown::Spans,
 };
 
+pub const STR_UNREAD: Counter = Counter {
+    name: "str_unread",
+    about: "Strings that could not be read (a user page not in memory, a bad address): shown as <unread>.",
+    source: Source::Bpf {
+        counted_in: "a string read, str() or a char * field (codegen/expr.rs, bpf-runtime/fslat_str.bpf.h)",
+    },
+    shown: Shown::WhereCounted,
+};
+
 /// Every counter, in the order the summaries show them.
-pub const ALL: [Counter; 17] = [
+pub const ALL: [Counter; 18] = [
     CALLS, MATCHED, ERRORS, DROPPED, EVENTS, UNPAIRED, AGG_LOST, FUNCTIONS, STACK_LOST, MISSED,
-    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT,
+    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT, STR_UNREAD,
 ];
 
 impl Counter {
@@ -249,7 +258,7 @@ mod tests {
             offsets,
             (0..offsets.len()).map(|i| 8 * i).collect::<Vec<_>>()
         );
-        assert_eq!(struct_size(), 8 * 13);
+        assert_eq!(struct_size(), 8 * 14);
         assert_eq!(EVENTS.offset(), None);
         assert_eq!(UNPAIRED.offset(), Some(32));
     }
