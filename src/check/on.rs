@@ -70,6 +70,7 @@ impl Checker<'_> {
             on: Some(SpanPoint {
                 name: on.name.name.clone(),
                 tracepoint: on.tracepoint,
+                args: sig.params.len(),
             }),
         })
     }

@@ -205,6 +205,10 @@ pub struct SpanStart {
 pub struct SpanPoint {
     pub name: String,
     pub tracepoint: bool,
+    /// A tracepoint's arguments in the prototype it was checked against: a bundle, whose
+    /// programs read them by their place, checks the running kernel's.
+    #[serde(default)]
+    pub args: usize,
 }
 
 impl SpanPoint {

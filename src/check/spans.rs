@@ -89,7 +89,7 @@ impl Checker<'_> {
             offset: None,
         };
         let entry_values = std::mem::take(&mut self.entry_values);
-        let starts = self.span_start_points(keyed, &ends.starts, &entry_values);
+        let starts = self.span_start_points(keyed, &ends.starts, &start_sigs, &entry_values);
         Some(Session {
             index,
             at: s.span.clone(),
@@ -109,7 +109,7 @@ impl Checker<'_> {
             user: None,
             span: Some(SpanPoints {
                 starts,
-                end: point(&ends.end),
+                end: point(&ends.end, &end_sig),
                 end_key,
             }),
             on: None,
@@ -164,15 +164,16 @@ impl Checker<'_> {
         &mut self,
         keyed: Vec<(Expr, Option<Expr>)>,
         written: &[ast::SpanPoint],
+        sigs: &[FuncSig],
         entry_values: &[Expr],
     ) -> Vec<SpanStart> {
         let at_others = std::mem::take(&mut self.entry_at_others);
         keyed
             .into_iter()
-            .zip(written)
+            .zip(written.iter().zip(sigs))
             .enumerate()
-            .map(|(k, ((key, filter), written))| SpanStart {
-                point: point(written),
+            .map(|(k, ((key, filter), (written, sig)))| SpanStart {
+                point: point(written, sig),
                 key,
                 filter,
                 values: match k {
@@ -337,11 +338,12 @@ fn same_key_type(a: &Ty, b: &Ty) -> bool {
     }
 }
 
-/// A point as the checked program names it.
-fn point(p: &ast::SpanPoint) -> SpanPoint {
+/// A point as the checked program names it, with its prototype's arguments.
+fn point(p: &ast::SpanPoint, sig: &FuncSig) -> SpanPoint {
     SpanPoint {
         name: p.name.name.clone(),
         tracepoint: p.tracepoint,
+        args: sig.params.len(),
     }
 }
 
