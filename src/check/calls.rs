@@ -234,7 +234,10 @@ impl Checker<'_> {
     /// `v`, evaluated at entry (a span's START) and saved for return (END). In a span of
     /// several STARTs, the others compute it the same way (a builtin, not a parameter).
     pub(super) fn save_entry_value(&mut self, v: Expr, span: Span) -> Checked<Expr> {
-        let others = self.span_start.as_ref().map_or(0, |s| s.len().saturating_sub(1));
+        let others = self
+            .span_start
+            .as_ref()
+            .map_or(0, |s| s.len().saturating_sub(1));
         let at_others = vec![v.clone(); others];
         self.save_at_starts(v, at_others, span)
     }

@@ -73,9 +73,13 @@ fn a_string_the_program_could_not_read_is_unread_not_empty() {
         let mut out = Vec::new();
         let schema = decoder.decode(rec).expect("decodes");
         if json {
-            JsonWriter::new(&mut out).event(schema, rec).expect("writes");
+            JsonWriter::new(&mut out)
+                .event(schema, rec)
+                .expect("writes");
         } else {
-            TextWriter::new(&mut out).event(schema, rec).expect("writes");
+            TextWriter::new(&mut out)
+                .event(schema, rec)
+                .expect("writes");
         }
         String::from_utf8(out).expect("utf-8")
     };

@@ -157,7 +157,10 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         predicate: end.predicate.clone(),
         actions,
         span: whole,
-        ends: Some(SpanEnds { starts: points, end }),
+        ends: Some(SpanEnds {
+            starts: points,
+            end,
+        }),
         on: None,
     }
 }

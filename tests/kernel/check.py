@@ -32,10 +32,11 @@
                                         `waited`): for each `PID SWITCH_INS RUN_DELAY_NS`
                                         line of FILE (the kernel's schedstat), the count is
                                         SWITCH_INS exactly, and the sum between 85% and
-                                        101% of RUN_DELAY_NS: the kernel stamps a wait's
-                                        start earlier (at the enqueue, before the wakeup
-                                        tracepoint, with its run-queue clock, which may
-                                        lag; seen: 99.5% on 7.2, 94% on 5.10)
+                                        105% of RUN_DELAY_NS: the kernel stamps both ends
+                                        of a wait elsewhere (at the enqueue, before the
+                                        wakeup tracepoint; at the switch, before its
+                                        tracepoint) with its run-queue clock, which may
+                                        lag (seen: 94% to 101%)
 
     check.py span-ledger                a span's text SUMMARY: every start is completed,
                                         restarted, evicted or still in flight
@@ -308,7 +309,7 @@ def switch_ins(path):
         print(f"pid {pid}: {got_ins:.0f} switch-ins (kernel {want_ins}), waited {got_ns / 1e6:.2f} ms (kernel {want_ns / 1e6:.2f} ms)")
         if got_ins != want_ins:
             fail(f"pid {pid}: {got_ins:.0f} spans completed, the kernel switched it in {want_ins} times")
-        if not 0.85 * want_ns <= got_ns <= 1.01 * want_ns:
+        if not 0.85 * want_ns <= got_ns <= 1.05 * want_ns:
             fail(f"pid {pid}: waited {got_ns} ns, the kernel says {want_ns}")
 
 
