@@ -19,7 +19,17 @@ const HEADERS: &[&str] = &[
     "bpf_core_read.h",
     "bpf_tracing.h",
     "bpf_endian.h",
+    "usdt.bpf.h",
 ];
+
+/// `linux/errno.h` as libbpf's `usdt.bpf.h` includes it: the three codes it returns (their
+/// values are the kernel's ABI), so that building needs no kernel headers.
+const ERRNO_H: &str =
+    "/* The errno values libbpf's usdt.bpf.h returns (include/uapi/asm-generic/errno-base.h). */
+#define ENOENT 2
+#define ESRCH 3
+#define EINVAL 22
+";
 
 fn main() {
     let include = PathBuf::from(
@@ -40,6 +50,8 @@ fn main() {
         println!("cargo:rerun-if-changed={}", src.display());
         headers.push((format!("bpf/{h}"), text));
     }
+    std::fs::write(out.join("errno.h"), ERRNO_H).unwrap_or_else(|e| panic!("writing errno.h: {e}"));
+    headers.push(("linux/errno.h".into(), ERRNO_H.as_bytes().to_vec()));
     let own = std::fs::read_dir("bpf-runtime").expect("bpf-runtime/ is readable");
     for entry in own {
         let path = entry.expect("bpf-runtime/ is readable").path();

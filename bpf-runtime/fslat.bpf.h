@@ -160,8 +160,6 @@ static __always_inline __u64 fslat_ancestor_cgroup_id(__u32 level)
 #include "fslat_calls.bpf.h"
 #include "fslat_path.bpf.h"
 #include "fslat_stacks.bpf.h"
-#ifdef FSLAT_WANT_SCHED
-#include "fslat_sched.bpf.h"
-#endif
+/* fslat_sched.bpf.h comes from the program, after its ring buffer. */
 
 #endif /* FSLAT_BPF_H */

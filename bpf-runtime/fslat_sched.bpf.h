@@ -11,7 +11,16 @@
  * (switch out, wake up, switch in) reads the clock once and moves the time up to it from
  * one total's stretch into that total.
  *
- * Included by fslat.bpf.h when a program defines FSLAT_WANT_SCHED and FSLAT_SCHED_MAP.
+ * `wait_kstack`, `wait_ustack` (FSLAT_SCHED_WAIT_KSTACK, FSLAT_SCHED_WAIT_USTACK): the
+ * stacks of a call's longest stretch off the CPU. The switch-out hook takes the thread's
+ * stacks (it runs as the thread leaving: its stacks are where it waits); the switch-in
+ * hook, which knows the stretch's length, keeps them in the innermost call's slot if the
+ * stretch is that call's longest so far; a call's return hands its longest up to its
+ * caller's slot. So each nesting level keeps its own, at O(1) per switch. Calls nested
+ * deeper than FSLAT_SCHED_LEVELS share the last slot, and read their stacks as lost.
+ *
+ * Included by the generated program, after its maps (the user stack's announcements go
+ * to its ring buffer), when it defines FSLAT_WANT_SCHED and FSLAT_SCHED_MAP.
  */
 #ifndef FSLAT_SCHED_BPF_H
 #define FSLAT_SCHED_BPF_H
@@ -31,6 +40,18 @@ enum {
 	FSLAT_SCHED_SWITCHES = 4,
 };
 
+#if defined(FSLAT_SCHED_WAIT_KSTACK) || defined(FSLAT_SCHED_WAIT_USTACK)
+#define FSLAT_SCHED_WAIT
+#define FSLAT_SCHED_LEVELS 8
+
+/* One call's longest stretch off the CPU so far, and where the thread left for it. */
+struct fslat_sched_wait {
+	__u64 longest;
+	__s64 kstack;
+	__u64 ustack;
+};
+#endif
+
 struct fslat_sched {
 	__u64 on;       /* on-CPU time up to `last` */
 	__u64 runq;     /* runnable time */
@@ -40,6 +61,12 @@ struct fslat_sched {
 	__u64 seq;      /* changes with every update by a hook */
 	__u32 state;    /* FSLAT_SCHED_* */
 	__u32 depth;    /* calls in flight: the hooks do nothing for a thread with none */
+#ifdef FSLAT_SCHED_WAIT
+	__u64 left;       /* when it last left the CPU */
+	__s64 out_kstack; /* and where: its stacks then */
+	__u64 out_ustack;
+	struct fslat_sched_wait wait[FSLAT_SCHED_LEVELS]; /* by nesting level */
+#endif
 };
 
 /* The two spellings of a task's state (`__state` from Linux 5.14). The `___fslat`
@@ -62,6 +89,39 @@ static __always_inline long fslat_task_state(void *task)
 		return BPF_CORE_READ(t, __state);
 	return BPF_CORE_READ((struct task_struct___fslat_sched_old *)task, state);
 }
+
+#ifdef FSLAT_SCHED_WAIT
+/* A slot's index, checked by the caller, masked where clang cannot drop it: 5.10's
+ * verifier does not keep the caller's bounds through clang's 32-bit arithmetic. */
+static __always_inline __u64 fslat_sched_level(__u64 i)
+{
+	asm volatile("%0 &= 7" : "+r"(i));
+	return i;
+}
+_Static_assert(FSLAT_SCHED_LEVELS == 8, "fslat_sched_level masks with 7");
+
+/* FSLAT_NO_STACK (from the program, check/resources.rs): the stack id of a call that
+ * never left the CPU, shown as [empty]. */
+static __always_inline __u64 fslat_no_ustack(void)
+{
+#ifdef FSLAT_SCHED_WAIT_USTACK
+	return (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) | (__u32)FSLAT_NO_STACK;
+#else
+	return 0;
+#endif
+}
+
+struct task_struct___fslat_sched_mm {
+	void *mm;
+} __attribute__((preserve_access_index));
+
+/* Whether the current thread has a user stack (a kernel thread has no memory map). */
+static __always_inline bool fslat_sched_user(void)
+{
+	struct task_struct___fslat_sched_mm *t = (void *)bpf_get_current_task();
+	return BPF_CORE_READ(t, mm) != NULL;
+}
+#endif
 
 #ifndef FSLAT_HASH_CALLS
 /* Task storage (Linux 5.11+): found without a key, freed with the task. */
@@ -178,6 +238,15 @@ static __always_inline int fslat_sched_enter(__u64 t)
 		s->on = t;
 		s->last = t;
 	}
+#ifdef FSLAT_SCHED_WAIT
+	__u32 d = s->depth;
+	if (d < FSLAT_SCHED_LEVELS) {
+		struct fslat_sched_wait *w = &s->wait[fslat_sched_level(d)];
+		w->longest = 0;
+		w->kstack = FSLAT_NO_STACK;
+		w->ustack = fslat_no_ustack();
+	}
+#endif
 	s->depth++;
 	return 0;
 }
@@ -186,9 +255,55 @@ static __always_inline int fslat_sched_enter(__u64 t)
 static __always_inline void fslat_sched_leave(void)
 {
 	struct fslat_sched *s = fslat_sched_current(false);
-	if (s && s->depth)
-		s->depth--;
+	if (!s || !s->depth)
+		return;
+#ifdef FSLAT_SCHED_WAIT
+	/* The caller's longest stretch is at least this call's. */
+	__u32 d = s->depth;
+	if (d >= 2 && d <= FSLAT_SCHED_LEVELS) {
+		struct fslat_sched_wait *in = &s->wait[fslat_sched_level(d - 1)];
+		struct fslat_sched_wait *out = &s->wait[fslat_sched_level(d - 2)];
+		if (in->longest > out->longest)
+			*out = *in;
+	}
+#endif
+	s->depth--;
 }
+
+#ifdef FSLAT_SCHED_WAIT
+/* At the return of a call, after fslat_sched_leave: its slot is the depth now. */
+static __always_inline struct fslat_sched_wait *fslat_sched_wait_of_call(__s64 *lost)
+{
+	struct fslat_sched *s = fslat_sched_current(false);
+	*lost = FSLAT_NO_STACK;
+	if (!s)
+		return NULL;
+	__u32 d = s->depth;
+	if (d >= FSLAT_SCHED_LEVELS) {
+		*lost = -1;
+		return NULL;
+	}
+	return &s->wait[fslat_sched_level(d)];
+}
+
+/* `wait_kstack`: a kernel stack id; FSLAT_NO_STACK when the call never left the CPU. */
+static __always_inline __s64 fslat_sched_wait_kstack(void)
+{
+	__s64 none;
+	struct fslat_sched_wait *w = fslat_sched_wait_of_call(&none);
+	return w ? w->kstack : none;
+}
+
+/* `wait_ustack`: a packed user stack id (fslat_ustackid's). */
+static __always_inline __u64 fslat_sched_wait_ustack(void)
+{
+	__s64 none;
+	struct fslat_sched_wait *w = fslat_sched_wait_of_call(&none);
+	if (w)
+		return w->ustack;
+	return (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) | (__u32)none;
+}
+#endif
 
 /*
  * prev leaves the CPU, next comes on it. prev is still runnable when it was preempted
@@ -227,6 +342,22 @@ int fslat_sched_switch(unsigned long long *ctx)
 		p->switches++;
 		p->state = (preempt || state == FSLAT_TASK_RUNNING) ? FSLAT_SCHED_RUNNABLE
 								    : FSLAT_SCHED_BLOCKED;
+#ifdef FSLAT_SCHED_WAIT
+		/* This hook runs as prev: its stacks are where it leaves. */
+		p->left = now;
+#ifdef FSLAT_SCHED_WAIT_KSTACK
+		p->out_kstack = fslat_stackid(ctx, &FSLAT_KSTACKS_MAP, 0, NULL);
+#endif
+#ifdef FSLAT_SCHED_WAIT_USTACK
+		/* Not resolved to files here: with interrupts off, bpf_find_vma defers the
+		 * mmap lock's release to an irq_work, which the first frame's lookup holds
+		 * busy, so the rest would fail. User space names the frames from the
+		 * mappings read when the process was announced. */
+		p->out_ustack = fslat_sched_user()
+				    ? fslat_ustackid_as(ctx, &FSLAT_SCHED_RING, NULL, false)
+				    : fslat_no_ustack();
+#endif
+#endif
 	}
 	if (n) {
 		if (!now)
@@ -241,6 +372,20 @@ int fslat_sched_switch(unsigned long long *ctx)
 			n->blocked += now - n->last;
 		else
 			n->on += now - n->last;
+#ifdef FSLAT_SCHED_WAIT
+		if (n->state != FSLAT_SCHED_RUNNING) {
+			/* The innermost call's longest stretch (a deeper call shares the last). */
+			__u32 d = n->depth;
+			__u32 i = d > FSLAT_SCHED_LEVELS ? FSLAT_SCHED_LEVELS - 1 : d - 1;
+			__u64 stretch = now - n->left;
+			struct fslat_sched_wait *w = &n->wait[fslat_sched_level(i)];
+			if (i < FSLAT_SCHED_LEVELS && stretch > w->longest) {
+				w->longest = stretch;
+				w->kstack = n->out_kstack;
+				w->ustack = n->out_ustack;
+			}
+		}
+#endif
 		n->last = now;
 		n->state = FSLAT_SCHED_RUNNING;
 	}

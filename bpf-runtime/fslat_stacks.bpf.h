@@ -25,11 +25,16 @@ struct fslat_stack_map {
 	__uint(value_size, FSLAT_STACK_DEPTH * sizeof(__u64));
 };
 
+/* What bpf_get_stackid says of a stack with no frames (-EFAULT): a profile's sample in
+ * user mode has no kernel stack, a kernel thread no user stack. User space shows it
+ * empty (src/stacks/mod.rs, EMPTY_STACK); it is not lost. */
+#define FSLAT_EMPTY_STACK -14
+
 /* `lost` (may be NULL): the session's stack_lost counter. */
 static __always_inline __s64 fslat_stackid(void *ctx, void *map, __u64 flags, __u64 *lost)
 {
 	__s64 id = bpf_get_stackid(ctx, map, flags);
-	if (id < 0 && lost)
+	if (id < 0 && id != FSLAT_EMPTY_STACK && lost)
 		__sync_fetch_and_add(lost, 1);
 	return id;
 }
@@ -363,7 +368,7 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost)
  * in: the value is the tgid in the high 32 bits and the (signed) stack id in the low 32,
  * so the same addresses in two processes are two keys.
  */
-static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
+static __always_inline __u64 fslat_ustackid_as(void *ctx, void *ring, __u64 *lost, bool files)
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
 #ifdef FSLAT_USTACK_COPY
@@ -376,11 +381,11 @@ static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 		if (id >= 0)
 			id |= FSLAT_USTACK_SECOND;
 	}
-	if (id < 0 && lost)
+	if (id < 0 && id != FSLAT_EMPTY_STACK && lost)
 		__sync_fetch_and_add(lost, 1);
 	__u64 packed = ((__u64)tgid << 32) | (__u32)id;
 #ifdef FSLAT_USTACK_FILES
-	if (id >= 0)
+	if (id >= 0 && files)
 		fslat_ustack_files(ctx, packed);
 #endif
 #endif
@@ -397,6 +402,11 @@ static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
 	a->tgid = tgid;
 	bpf_ringbuf_submit(a, 2 /* BPF_RB_FORCE_WAKEUP: read the mappings now */);
 	return packed;
+}
+
+static __always_inline __u64 fslat_ustackid(void *ctx, void *ring, __u64 *lost)
+{
+	return fslat_ustackid_as(ctx, ring, lost, true);
 }
 #endif
 

@@ -212,6 +212,62 @@ fn list_usdt_probes_with_their_argument_types_and_say_why_none() {
     );
 }
 
+/// A USDT point the file cannot give is one error before anything loads: a probe it
+/// lacks (the nearest names, its providers), a file without notes, an argument past the
+/// probe's count; and a point that checks compiles (`--emit c`) with libbpf's USDT header.
+#[test]
+fn usdt_points_refuse_unknown_probes_files_without_notes_and_missing_arguments() {
+    let dir = user_programs();
+    let exe = dir.path().join("sdt");
+    let script = |p: &str| format!("on usdt:{}:{p}", exe.display());
+    let out = fslat(&["--emit", "c", "-e", &script("argz { count() }")]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error[F0841]: "), "{stderr}");
+    assert!(stderr.contains("has no USDT probe `argz`"), "{stderr}");
+    assert!(stderr.contains("did you mean `args`?"), "{stderr}");
+    assert!(stderr.contains("its providers: `fslat`"), "{stderr}");
+    let out = fslat(&["--emit", "c", "-e", &script("nope:args { count() }")]);
+    assert!(
+        text(&out.stderr).contains("has no USDT probe `nope:args`"),
+        "{out:?}"
+    );
+    let plain = dir.path().join("ufunc");
+    let out = fslat(&[
+        "--emit",
+        "c",
+        "-e",
+        &format!("on usdt:{}:foo {{ count() }}", plain.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        text(&out.stderr).contains("has no USDT probes (no `.note.stapsdt` section)"),
+        "{out:?}"
+    );
+    let out = fslat(&["--emit", "c", "-e", &script("guarded { emit arg1 }")]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("`arg1` does not exist"), "{stderr}");
+    assert!(
+        stderr.contains("USDT probe `fslat:guarded` has 1 argument(s)"),
+        "{stderr}"
+    );
+    let out = fslat(&[
+        "--emit",
+        "c",
+        "-e",
+        &format!(
+            "span usdt:{0}:enter(pid) -> usdt:{0}:fslat:leave(pid) {{ hist(latency) by start.arg0 }}",
+            exe.display()
+        ),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let c = text(&out.stdout);
+    assert!(c.contains("#include \"fslat_usdt.bpf.h\""), "{c}");
+    assert!(c.contains("SEC(\"usdt\")"), "{c}");
+    assert!(c.contains("bpf_usdt_arg((void *)ctx, 0, "), "{c}");
+}
+
 #[test]
 fn cpp_functions_are_listed_and_named_demangled() {
     let dir = user_programs();

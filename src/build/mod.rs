@@ -66,6 +66,18 @@ pub const HEADERS: &[(&str, &str)] = &[
         "bpf/bpf_endian.h",
         include_str!(concat!(env!("OUT_DIR"), "/bpf_endian.h")),
     ),
+    (
+        "bpf/usdt.bpf.h",
+        include_str!(concat!(env!("OUT_DIR"), "/usdt.bpf.h")),
+    ),
+    (
+        "linux/errno.h",
+        include_str!(concat!(env!("OUT_DIR"), "/errno.h")),
+    ),
+    (
+        "fslat_usdt.bpf.h",
+        include_str!("../../bpf-runtime/fslat_usdt.bpf.h"),
+    ),
 ];
 
 /// SHA-256 of `HEADERS` (each name, a 0 byte and its text, in name order), computed by the

@@ -34,12 +34,15 @@ pub struct Builtin(&'static BuiltinDef);
 pub enum BuiltinTy {
     U32,
     U64,
+    Bool,
     Duration,
     /// The task's name, `COMM_CAP` bytes.
     Comm,
     /// The traced function's name.
     FuncName,
     Stack(StackKind),
+    /// `wait_kstack`, `wait_ustack`: a stack the scheduler hooks took.
+    WaitStack(StackKind),
     CgroupName(CgroupView),
 }
 
@@ -317,6 +320,27 @@ pub const BUILTINS: &[Builtin] = &[
         "times the call's thread left the CPU (return phase)",
         C::Expr("{sched}.v[FSLAT_SCHED_SWITCHES]"),
     ))),
+    Builtin(&at_return(def(
+        &["wait_kstack"],
+        BuiltinTy::WaitStack(StackKind::Kernel),
+        "the kernel stack where the call's thread left the CPU for its longest stretch",
+        "where in the kernel the call's thread left the CPU for its longest stretch (return phase)",
+        C::Expr("fslat_sched_wait_kstack()"),
+    ))),
+    Builtin(&at_return(def(
+        &["wait_ustack"],
+        BuiltinTy::WaitStack(StackKind::User),
+        "the user stack where the call's thread left the CPU for its longest stretch",
+        "where in user space the call's thread left the CPU for its longest stretch (return phase)",
+        C::Expr("fslat_sched_wait_ustack()"),
+    ))),
+    Builtin(&def(
+        &["idle"],
+        BuiltinTy::Bool,
+        "bool, whether the task is the CPU's idle task (pid 0; see \"Profiles\")",
+        "whether the task is the CPU's idle task (pid 0: a profile's idle CPU)",
+        C::Expr("((__u32){pid_tgid} == 0)"),
+    )),
 ];
 
 /// Names a user may write besides parameters, for hints and completion.

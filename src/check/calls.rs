@@ -120,7 +120,11 @@ impl Checker<'_> {
     ) -> Checked<Expr> {
         let p = self.expr(scope, ptr)?;
         // Every address of a user-space session is in the traced process.
-        let user = self.user.is_some() || self.is_user_pointer(scope, &p);
+        let user_pointer = self.is_user_pointer(scope, &p);
+        let user = self.user.is_some() || user_pointer;
+        // A USDT argument of 8 bytes is an address whatever its sign (gcc marks some
+        // pointers signed), as bpftrace's `str(arg0)` takes it.
+        let usdt_word = user_pointer && matches!(p.ty, Ty::Int(Scalar { size: 8, .. }));
         let address = match p.kind {
             // A `char *` parameter or return value, which fslat reads as a string.
             ExprKind::Deref(inner) => *inner,
@@ -144,14 +148,15 @@ impl Checker<'_> {
                     hops,
                 },
             },
-            kind if matches!(
-                p.ty,
-                Ty::Ptr { .. }
-                    | Ty::Int(Scalar {
-                        size: 8,
-                        signed: false
-                    })
-            ) =>
+            kind if usdt_word
+                || matches!(
+                    p.ty,
+                    Ty::Ptr { .. }
+                        | Ty::Int(Scalar {
+                            size: 8,
+                            signed: false
+                        })
+                ) =>
             {
                 Expr { ty: p.ty, kind }
             }
@@ -196,10 +201,11 @@ impl Checker<'_> {
                 .iter()
                 .position(|q| &q.name == name)
                 .is_some_and(|j| {
-                    matches!(
-                        self.types().resolve(f.params[j].ty),
-                        KType::Ptr { user: true, .. }
-                    )
+                    super::usdt::usdt_scalar(f.params[j].ty).is_some()
+                        || matches!(
+                            self.types().resolve(f.params[j].ty),
+                            KType::Ptr { user: true, .. }
+                        )
                 })
         })
     }

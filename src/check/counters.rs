@@ -31,6 +31,9 @@ pub enum Source {
     Missed,
     /// Spans: starts left in the span's map at the end (counted after detaching).
     InFlight,
+    /// Profiles: what the CPU clocks were due to sample, less what the program saw
+    /// (`runtime/profile.rs`).
+    ProfileLost,
 }
 
 /// Which sessions have a figure; the others show none (`None` in the summary).
@@ -51,6 +54,8 @@ pub enum Shown {
     Spans,
     /// Sessions that read `oncpu` and its kin.
     WithSched,
+    /// Profiles only.
+    Profiles,
 }
 
 pub const CALLS: Counter = Counter {
@@ -154,7 +159,7 @@ pub const COMPLETED: Counter = Counter {
 };
 pub const RESTARTED: Counter = Counter {
     name: "restarted",
-    about: "Spans: STARTs for a key already in flight (the later one wins).",
+    about: "Spans: STARTs for a key already in flight (the later one wins; spans keyed by pid nest instead).",
     source: Source::Bpf {
         counted_in: "a span's START (templates/span.bpf.c.hbs)",
     },
@@ -170,7 +175,7 @@ pub const UNMATCHED: Counter = Counter {
 };
 pub const EVICTED: Counter = Counter {
     name: "evicted",
-    about: "Spans: STARTs lost because the span's map was full (--max-in-flight).",
+    about: "Spans: STARTs lost because the span's map was full (--max-in-flight), or nested deeper than 16 on one thread.",
     source: Source::Bpf {
         counted_in: "a span's START (templates/span.bpf.c.hbs)",
     },
@@ -192,10 +197,26 @@ pub const STR_UNREAD: Counter = Counter {
     shown: Shown::WhereCounted,
 };
 
+pub const SAMPLES: Counter = Counter {
+    name: "samples",
+    about: "Profiles: samples taken on every CPU, before -p, -c, --cgroup and `where`.",
+    source: Source::Bpf {
+        counted_in: "a profile's program, first (templates/on.bpf.c.hbs)",
+    },
+    shown: Shown::Profiles,
+};
+pub const LOST: Counter = Counter {
+    name: "lost",
+    about: "Profiles: samples the CPU clocks were due to take that never reached the program (the kernel throttled them, or a timer came a period late).",
+    source: Source::ProfileLost,
+    shown: Shown::Profiles,
+};
+
 /// Every counter, in the order the summaries show them.
-pub const ALL: [Counter; 18] = [
+pub const ALL: [Counter; 20] = [
     CALLS, MATCHED, ERRORS, DROPPED, EVENTS, UNPAIRED, AGG_LOST, FUNCTIONS, STACK_LOST, MISSED,
-    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT, STR_UNREAD,
+    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT, SAMPLES, LOST,
+    STR_UNREAD,
 ];
 
 impl Counter {
@@ -258,7 +279,7 @@ mod tests {
             offsets,
             (0..offsets.len()).map(|i| 8 * i).collect::<Vec<_>>()
         );
-        assert_eq!(struct_size(), 8 * 14);
+        assert_eq!(struct_size(), 8 * 15);
         assert_eq!(EVENTS.offset(), None);
         assert_eq!(UNPAIRED.offset(), Some(32));
     }

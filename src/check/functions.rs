@@ -84,16 +84,21 @@ pub fn is_several(s: &ast::Session) -> bool {
 /// The session's label: its list as written, without the spaces (`libc:malloc,free`
 /// for user-space functions).
 pub fn list_label(s: &ast::Session) -> String {
+    // A USDT point without its file: `usdt:NAME`, `usdt:PROVIDER:NAME`.
+    let point = |name: &ast::Ident, tracepoint: bool, usdt: &Option<ast::Usdt>| match usdt {
+        Some(u) => match &u.provider {
+            Some(p) => format!("usdt:{}:{}", p.name, name.name),
+            None => format!("usdt:{}", name.name),
+        },
+        None => format!("{}{}", if tracepoint { "tp:" } else { "" }, name.name),
+    };
     if let Some(ends) = &s.ends {
-        let point = |p: &ast::SpanPoint| {
-            format!("{}{}", if p.tracepoint { "tp:" } else { "" }, p.name.name)
-        };
+        let point = |p: &ast::SpanPoint| point(&p.name, p.tracepoint, &p.usdt);
         let starts: Vec<String> = ends.starts.iter().map(point).collect();
         return format!("{}->{}", starts.join(","), point(&ends.end));
     }
     if let Some(on) = &s.on {
-        let tp = if on.tracepoint { "tp:" } else { "" };
-        return format!("{tp}{}", on.name.name);
+        return point(&on.name, on.tracepoint, &on.usdt);
     }
     let list = s
         .funcs
@@ -289,31 +294,44 @@ impl Checker<'_> {
             .params
             .iter()
             .enumerate()
-            .map(|(i, p)| Param {
-                slot: {
-                    let at = slot;
-                    // The trampoline passes a struct of up to 16 bytes in two registers. A
-                    // user function's floats go in vector registers and its bigger
-                    // structs on the stack: they take no integer register.
-                    let user = self.user.is_some();
-                    slot += match self.types().resolve(p.ty) {
-                        KType::Struct { size, .. } if user && size > 16 => 0,
-                        KType::Struct { size, .. } => (size as usize).div_ceil(8).max(1),
-                        KType::Other if user => 0,
-                        _ => 1,
-                    };
-                    at
+            .map(|(i, p)| match super::usdt::usdt_scalar(p.ty) {
+                // A USDT argument: read by its index, whatever its size.
+                Some(scalar) => Param {
+                    slot: i,
+                    name: p.name.clone(),
+                    type_name: format!(
+                        "{}{}",
+                        if scalar.signed { "s" } else { "u" },
+                        scalar.size * 8
+                    ),
+                    ty: Ty::Int(scalar),
                 },
-                name: if p.name.is_empty() {
-                    format!("arg{i}")
-                } else {
-                    p.name.clone()
+                None => Param {
+                    slot: {
+                        let at = slot;
+                        // The trampoline passes a struct of up to 16 bytes in two registers. A
+                        // user function's floats go in vector registers and its bigger
+                        // structs on the stack: they take no integer register.
+                        let user = self.user.is_some();
+                        slot += match self.types().resolve(p.ty) {
+                            KType::Struct { size, .. } if user && size > 16 => 0,
+                            KType::Struct { size, .. } => (size as usize).div_ceil(8).max(1),
+                            KType::Other if user => 0,
+                            _ => 1,
+                        };
+                        at
+                    },
+                    name: if p.name.is_empty() {
+                        format!("arg{i}")
+                    } else {
+                        p.name.clone()
+                    },
+                    type_name: self.types().type_name(p.ty),
+                    ty: self.value_type(p.ty).unwrap_or(Ty::Int(Scalar {
+                        size: 8,
+                        signed: false,
+                    })),
                 },
-                type_name: self.types().type_name(p.ty),
-                ty: self.value_type(p.ty).unwrap_or(Ty::Int(Scalar {
-                    size: 8,
-                    signed: false,
-                })),
             })
             .collect();
         (params, slot)

@@ -22,9 +22,11 @@ mod operators;
 mod phases;
 mod positional;
 mod printf;
+mod profile;
 pub mod program;
 pub mod resources;
 mod spans;
+mod usdt;
 mod user;
 
 pub use user::carry_params_to_return;
@@ -76,6 +78,8 @@ pub fn check_with(
         uses_kstack: false,
         uses_ustack: false,
         uses_sched: false,
+        wait_kstack: false,
+        wait_ustack: false,
         span_by_thread: false,
         entry_values: Vec::new(),
         entry_at_others: Vec::new(),
@@ -139,6 +143,8 @@ pub fn check_with(
         uses_kstack: cx.uses_kstack,
         uses_ustack: cx.uses_ustack,
         uses_sched: cx.uses_sched,
+        wait_kstack: cx.wait_kstack,
+        wait_ustack: cx.wait_ustack,
         ustack_bytes: if cx.uses_ustack {
             cx.opts.ustack_bytes
         } else {
@@ -167,6 +173,8 @@ struct Checker<'k> {
     uses_kstack: bool,
     uses_ustack: bool,
     uses_sched: bool,
+    wait_kstack: bool,
+    wait_ustack: bool,
     /// Checking a span whose ends are both keyed by `pid`: one thread's stretch.
     span_by_thread: bool,
     /// The current session's `entry()` values so far.
@@ -237,6 +245,9 @@ impl<'k> Checker<'k> {
         }
         if s.on.is_some() {
             return self.on_session(index, label, s);
+        }
+        if s.profile.is_some() {
+            return self.profile_session(index, label, s);
         }
         if s.file.is_some() {
             self.user = Some(self.open_user_file(s)?);
@@ -328,6 +339,7 @@ impl<'k> Checker<'k> {
             user: None,
             span: None,
             on: None,
+            profile: None,
         })
     }
 

@@ -11,6 +11,9 @@ use crate::syntax::ast::{self, Span};
 impl Checker<'_> {
     /// How a value of BTF type `ty` looks in a script, or `None` if fslat can't read it.
     pub(super) fn value_type(&self, ty: TypeId) -> Option<Ty> {
+        if let Some(scalar) = super::usdt::usdt_scalar(ty) {
+            return Some(Ty::Int(scalar));
+        }
         Some(match self.types().resolve(ty) {
             KType::Int {
                 bool_like: true, ..
@@ -92,6 +95,7 @@ impl Checker<'_> {
                     cap: scope.func_cap,
                 },
                 BuiltinTy::Duration => Ty::Duration,
+                BuiltinTy::Bool => Ty::Bool,
                 BuiltinTy::Stack(StackKind::Kernel) if self.user.is_some() => {
                     return Err(self.error(span, DiagKind::KernelOnlyName { name: name.into() }));
                 }
@@ -103,6 +107,7 @@ impl Checker<'_> {
                     self.uses_ustack = true;
                     Ty::Stack(StackKind::User)
                 }
+                BuiltinTy::WaitStack(kind) => return self.wait_stack(def, kind, name, span),
                 BuiltinTy::CgroupName(v) => Ty::CgroupName(v),
                 BuiltinTy::U64 => Ty::Int(Scalar {
                     size: 8,
@@ -138,15 +143,7 @@ impl Checker<'_> {
         let index = match (by_name, by_pos) {
             (Some(i), _) => i,
             (None, Some(i)) if i < scope.params.len() => i,
-            (None, Some(_)) => {
-                return Err(self.error(
-                    span,
-                    DiagKind::ArgOutOfRange {
-                        name: name.into(),
-                        count: scope.params.len(),
-                    },
-                ));
-            }
+            (None, Some(_)) => return Err(self.arg_out_of_range(scope, name, span)),
             (None, None) => {
                 if let Some(e) = self.derived_arg(scope, name, &span) {
                     return self.expr(scope, &e);
@@ -195,6 +192,26 @@ impl Checker<'_> {
         self.param_value(index, raw, span)
     }
 
+    /// `argN` past the point's arguments.
+    fn arg_out_of_range(&mut self, scope: &Scope, name: &str, span: Span) -> super::Reported {
+        let mut d = Diagnostic::new(
+            span,
+            DiagKind::ArgOutOfRange {
+                name: name.into(),
+                count: scope.params.len(),
+            },
+        );
+        // A USDT probe's name is `PROVIDER:NAME`; no kernel function's has a colon.
+        if scope.func.name.contains(':') && self.user.is_none() {
+            d = d.hint(format!(
+                "USDT probe `{}` has {} argument(s), `arg0`..: its note says so (`fslat -l 'usdt:FILE:NAME'` lists them)",
+                scope.func.name,
+                scope.params.len()
+            ));
+        }
+        self.error_with(d)
+    }
+
     /// `oncpu` and the other scheduler figures: the thread's running total at return
     /// minus the same total saved at entry, so that each call, nested or not, has its own.
     /// A span has them only when both its ends are one thread's (keyed by `pid`).
@@ -215,6 +232,39 @@ impl Checker<'_> {
                 rhs: Box::new(at_entry),
                 signed: false,
             },
+        })
+    }
+
+    /// `wait_kstack`, `wait_ustack`: the stacks the scheduler hooks took when the call's
+    /// thread left the CPU for its longest stretch. One thread's, as `oncpu` is; a
+    /// kernel stack is meaningful in a user function's session too (where it slept).
+    fn wait_stack(
+        &mut self,
+        def: Builtin,
+        kind: StackKind,
+        name: &str,
+        span: Span,
+    ) -> Checked<Expr> {
+        if self.in_span && !self.span_by_thread {
+            let d = Diagnostic::new(span, DiagKind::SchedInSpan { name: name.into() }).hint(
+                "key the span by the thread at both ends, `(pid)`, to follow one thread's time",
+            );
+            return Err(self.error_with(d));
+        }
+        self.uses_sched = true;
+        match kind {
+            StackKind::Kernel => {
+                self.uses_kstack = true;
+                self.wait_kstack = true;
+            }
+            StackKind::User => {
+                self.uses_ustack = true;
+                self.wait_ustack = true;
+            }
+        }
+        Ok(Expr {
+            ty: Ty::Stack(kind),
+            kind: ExprKind::Builtin(def),
         })
     }
 

@@ -16,7 +16,7 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let on = s.on.as_ref()?;
-        let sig = self.point(&on.name, on.tracepoint)?;
+        let (sig, usdt) = self.point(&on.name, on.tracepoint, on.usdt.as_ref())?;
         let (params, _) = self.params_of(&sig);
         self.entry_values.clear();
         self.entry_at_others.clear();
@@ -71,7 +71,9 @@ impl Checker<'_> {
                 name: on.name.name.clone(),
                 tracepoint: on.tracepoint,
                 args: sig.params.len(),
+                usdt,
             }),
+            profile: None,
         })
     }
 

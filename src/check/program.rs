@@ -4,6 +4,7 @@
 //! event's layout.
 
 pub use super::builtins::Builtin;
+use super::builtins::BuiltinTy;
 use crate::aggregate::Linear;
 use crate::btf::TypeId;
 use crate::diag::Span;
@@ -27,6 +28,12 @@ pub struct Program {
     /// object then has the scheduler hooks that keep each thread's totals.
     #[serde(default)]
     pub uses_sched: bool,
+    /// Whether any session names `wait_kstack` / `wait_ustack`: the scheduler hooks then
+    /// take the thread's stacks each time it leaves the CPU with a call in flight.
+    #[serde(default)]
+    pub wait_kstack: bool,
+    #[serde(default)]
+    pub wait_ustack: bool,
     /// `--ustack-bytes N`: user stacks are the registers and N bytes of the stack copied
     /// at capture, unwound in user space with the files' call-frame information; 0: the
     /// kernel's frame-pointer walk.
@@ -154,6 +161,46 @@ pub struct Session {
     /// read there (`entry_filter` is its `where`; there is no return phase of its own).
     #[serde(default)]
     pub on: Option<SpanPoint>,
+    /// `profile RATE`: one program sampling every CPU (a perf event per CPU), shaped as an
+    /// `on` point's: its `where`, then the actions; no function, no latency.
+    #[serde(default)]
+    pub profile: Option<Rate>,
+}
+
+/// How often a profile samples each CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Rate {
+    /// Samples a second (`99hz`): the perf event's `sample_freq`.
+    Hertz(u64),
+    /// A period in nanoseconds (`10ms`): the perf event's `sample_period`.
+    Period(u64),
+}
+
+impl Rate {
+    /// The time between two samples of one CPU, in nanoseconds (what the kernel's CPU
+    /// clock, an hrtimer, makes of a frequency too).
+    pub fn period_ns(self) -> u64 {
+        match self {
+            Rate::Hertz(hz) => 1_000_000_000 / hz.max(1),
+            Rate::Period(ns) => ns,
+        }
+    }
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rate::Hertz(hz) => write!(f, "{hz}hz"),
+            Rate::Period(ns) => {
+                // In the largest unit that says it exactly, as a script writes it.
+                let (n, unit) = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+                    .into_iter()
+                    .find(|(u, _)| *ns != 0 && ns % u == 0)
+                    .map_or((*ns, "ns"), |(u, name)| (ns / u, name));
+                write!(f, "{n}{unit}")
+            }
+        }
+    }
 }
 
 /// Whether a value can be saved at entry (`entry()`, `start.NAME`) for later: scalars,
@@ -200,6 +247,18 @@ pub struct SpanStart {
     pub values: Vec<Expr>,
 }
 
+impl SpanPoints {
+    /// Keyed by pid at both ends: the spans of one thread nest, as calls do (a stack per
+    /// thread: an END takes the latest START in flight), up to `SPAN_DEPTH` deep.
+    pub fn nests(&self) -> bool {
+        let pid = |e: &Expr| matches!(e.kind, ExprKind::Builtin(b) if b == super::builtins::PID);
+        self.starts.iter().all(|s| pid(&s.key)) && pid(&self.end_key)
+    }
+}
+
+/// How deep one thread's spans nest (`SpanPoints::nests`); a START deeper is `evicted`.
+pub const SPAN_DEPTH: u32 = 16;
+
 /// A kernel function's entry or a BTF tracepoint (a span's end, an `on` point).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpanPoint {
@@ -209,14 +268,29 @@ pub struct SpanPoint {
     /// programs read them by their place, checks the running kernel's.
     #[serde(default)]
     pub args: usize,
+    /// A USDT probe: its program is libbpf's `usdt` kind, attached by the runtime.
+    #[serde(default)]
+    pub usdt: Option<UsdtPoint>,
 }
 
 impl SpanPoint {
     /// The BPF section its program attaches by.
     pub fn section(&self) -> String {
+        if self.usdt.is_some() {
+            return "usdt".into();
+        }
         let kind = if self.tracepoint { "tp_btf" } else { "fentry" };
         format!("{kind}/{}", self.name)
     }
+}
+
+/// A USDT probe as libbpf attaches it: the file, the provider and the name (every site of
+/// the probe in the file, its semaphore set while attached).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsdtPoint {
+    pub path: String,
+    pub provider: String,
+    pub name: String,
 }
 
 /// Where a session's user-space functions are and how they are probed.
@@ -243,6 +317,20 @@ pub struct Target {
 }
 
 impl Session {
+    /// Whether a point of this `on` or span is a USDT probe.
+    pub fn at_usdt(&self) -> bool {
+        self.usdt_points().next().is_some()
+    }
+
+    /// The USDT probes among this `on`'s or span's points.
+    pub fn usdt_points(&self) -> impl Iterator<Item = &UsdtPoint> {
+        let span = self
+            .span
+            .iter()
+            .flat_map(|p| p.starts.iter().map(|s| &s.point).chain([&p.end]));
+        self.on.iter().chain(span).filter_map(|p| p.usdt.as_ref())
+    }
+
     /// Every expression evaluated at return: the return filter, the event's fields, the
     /// aggregations' arguments and keys.
     fn return_exprs(&self) -> impl Iterator<Item = &Expr> {
@@ -286,7 +374,8 @@ impl Session {
     /// the entry) or values saved with `entry()`. A session that needs neither runs at
     /// return only (`Mode::Fexit`), its entry filter with it.
     pub fn needs_entry(&self) -> bool {
-        let mut timed = !self.entry_values.is_empty() || self.reads_entry_time();
+        let mut timed =
+            !self.entry_values.is_empty() || self.reads_entry_time() || self.uses_sched();
         for e in self.entry_filter.iter().chain(self.return_exprs()) {
             e.visit(&mut |x| timed |= matches!(x.kind, ExprKind::Entry(_)));
         }
@@ -323,9 +412,17 @@ impl Session {
     /// Whether it reads the scheduler's per-thread totals (`oncpu`...): they are saved at
     /// entry, so its entry values hold them.
     pub fn uses_sched(&self) -> bool {
-        self.entry_values
-            .iter()
-            .any(|v| matches!(v.kind, ExprKind::Builtin(b) if b.reads_sched()))
+        let mut waits = false;
+        for e in self.return_exprs() {
+            e.visit(&mut |x| {
+                waits |= matches!(x.kind, ExprKind::Builtin(b) if matches!(b.ty, BuiltinTy::WaitStack(_)))
+            });
+        }
+        waits
+            || self
+                .entry_values
+                .iter()
+                .any(|v| matches!(v.kind, ExprKind::Builtin(b) if b.reads_sched()))
     }
 
     /// Whether its event or one of its aggregation keys is a stack.

@@ -101,6 +101,7 @@ impl Mode {
         s.several
             && s.span.is_none()
             && s.on.is_none()
+            && s.profile.is_none()
             && s.user.is_none()
             && matches!(
                 self.of_session(s),
@@ -117,6 +118,7 @@ impl Mode {
             let n = match (&s.span, &s.on) {
                 (Some(_), _) => "span",
                 (_, Some(_)) => "on",
+                _ if s.profile.is_some() => "profile",
                 _ => self.of_session(s).name(),
             };
             if !names.contains(&n) {
@@ -140,7 +142,7 @@ impl Mode {
             // Its two ends are entry programs (fentry or tp_btf), each attached alone.
             return Mode::Fentry;
         }
-        if s.on.is_some() {
+        if s.on.is_some() || s.profile.is_some() {
             // One program at the point (fentry or tp_btf), shaped as fexit mode's one
             // program: a filter, then the actions.
             return Mode::Fexit;
@@ -189,6 +191,10 @@ pub const USTACKS_MAP: &str = "fslat_ustacks";
 /// processes each bring new addresses, so buckets fill): their id has `USTACK_SECOND`.
 pub const USTACKS_MAP_2: &str = "fslat_ustacks_2";
 pub const USTACK_SECOND: u32 = 1 << 30;
+/// A stack id that stands for a stack without frames: what `bpf_get_stackid` returns
+/// then (-EFAULT), for a profile's sample in user mode (no kernel stack) or in a kernel
+/// thread (no user stack). `FSLAT_EMPTY_STACK` in fslat_stacks.bpf.h (a test checks both).
+pub const EMPTY_STACK: i64 = -(libc::EFAULT as i64);
 /// The processes whose user stacks were announced (only the kernel side reads it).
 pub const USTACK_TGIDS_MAP: &str = "fslat_ustack_tgids";
 /// `path()`'s per-CPU buffer for walking a path (only the kernel side reads it).
@@ -205,6 +211,9 @@ pub const USTACK_SCRATCH_MAP: &str = "fslat_ustack_scratch";
 /// `oncpu` and its kin: each thread's running totals, kept by the scheduler hooks
 /// (fslat_sched.bpf.h; only the kernel side reads it).
 pub const SCHED_MAP: &str = "fslat_sched_totals";
+/// The stack id of `wait_kstack`/`wait_ustack` for a call that never left the CPU (in a
+/// user stack's low 32 bits): not a stack, and not lost; shown as `[empty]`.
+pub const NO_STACK: i32 = -2;
 pub const UFRAME_DEPTH: usize = 127;
 pub const UFRAME_SIZE: usize = 8;
 pub const UFRAME_OFFSET_AT: usize = 4;
@@ -272,6 +281,8 @@ impl Mark {
 }
 
 pub const MULTI_SECTION: &str = "fslat.multi";
+/// The section of a profile's program: the runtime attaches it to a perf event per CPU.
+pub const PROFILE_SECTION: &str = "perf_event";
 
 impl Aggregation {
     /// The hash map of its values, by key.
@@ -363,6 +374,12 @@ impl Session {
     /// `fslat_calls_I_T` for one of several functions).
     pub fn calls_map(&self, t: usize) -> String {
         format!("fslat_calls_{}", self.prog_suffix(t))
+    }
+
+    /// A span keyed by pid at both ends: each thread's depth of nested spans in flight
+    /// (`SpanPoints::nests`), sized as the calls map.
+    pub fn span_depth_map(&self) -> String {
+        format!("fslat_depth_{}", self.prog_suffix(0))
     }
 
     /// fsession: the map of target `t`'s `entry()` values of calls in flight, for its
@@ -675,6 +692,12 @@ impl Program {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_empty_stack_id_is_the_one_the_bpf_side_gives() {
+        let header = include_str!("../../bpf-runtime/fslat_stacks.bpf.h");
+        assert!(header.contains(&format!("#define FSLAT_EMPTY_STACK {EMPTY_STACK}\n")));
+    }
 
     #[test]
     fn programs_are_found_by_the_names_codegen_gives_them() {

@@ -1,9 +1,9 @@
 //! Spans: `span START(KEY) [where C1], ... -> END(KEY) [where C2] { actions }`. STARTs and
-//! END are a kernel function's entry or a BTF tracepoint. A span is checked as a session of
-//! END whose "entry" is its STARTs: each START's names are checked in its scope (its key,
-//! its `where` and every `start.NAME`, saved with the start time as `entry()` values are),
-//! END's in END's. The session's parameters are END's then each START's, so one
-//! `Param(i)` names any of them.
+//! END are a kernel function's entry, a BTF tracepoint or a USDT probe. A span is checked
+//! as a session of END whose "entry" is its STARTs: each START's names are checked in its
+//! scope (its key, its `where` and every `start.NAME`, saved with the start time as
+//! `entry()` values are), END's in END's. The session's parameters are END's then each
+//! START's, so one `Param(i)` names any of them.
 
 use super::program::*;
 use super::{Checked, Checker, Scope, phases};
@@ -27,11 +27,15 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let ends = s.ends.as_ref()?;
-        let start_sigs: Vec<Option<FuncSig>> =
+        let start_sigs: Vec<Option<(FuncSig, Option<UsdtPoint>)>> =
             ends.starts.iter().map(|p| self.span_point(p)).collect();
         let end_sig = self.span_point(&ends.end);
-        let start_sigs: Vec<FuncSig> = start_sigs.into_iter().collect::<Option<_>>()?;
-        let end_sig = end_sig?;
+        let (start_sigs, start_usdts): (Vec<FuncSig>, Vec<Option<UsdtPoint>>) = start_sigs
+            .into_iter()
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        let (end_sig, end_usdt) = end_sig?;
         self.in_span = true;
         let (end_params, _) = self.params_of(&end_sig);
         self.entry_values.clear();
@@ -89,7 +93,12 @@ impl Checker<'_> {
             offset: None,
         };
         let entry_values = std::mem::take(&mut self.entry_values);
-        let starts = self.span_start_points(keyed, &ends.starts, &start_sigs, &entry_values);
+        let starts = self.span_start_points(
+            keyed,
+            &ends.starts,
+            (&start_sigs, start_usdts),
+            &entry_values,
+        );
         Some(Session {
             index,
             at: s.span.clone(),
@@ -109,10 +118,11 @@ impl Checker<'_> {
             user: None,
             span: Some(SpanPoints {
                 starts,
-                end: point(&ends.end, &end_sig),
+                end: point(&ends.end, &end_sig, end_usdt),
                 end_key,
             }),
             on: None,
+            profile: None,
         })
     }
 
@@ -164,16 +174,16 @@ impl Checker<'_> {
         &mut self,
         keyed: Vec<(Expr, Option<Expr>)>,
         written: &[ast::SpanPoint],
-        sigs: &[FuncSig],
+        (sigs, usdts): (&[FuncSig], Vec<Option<UsdtPoint>>),
         entry_values: &[Expr],
     ) -> Vec<SpanStart> {
         let at_others = std::mem::take(&mut self.entry_at_others);
         keyed
             .into_iter()
-            .zip(written.iter().zip(sigs))
+            .zip(written.iter().zip(sigs).zip(usdts))
             .enumerate()
-            .map(|(k, ((key, filter), (written, sig)))| SpanStart {
-                point: point(written, sig),
+            .map(|(k, ((key, filter), ((written, sig), usdt)))| SpanStart {
+                point: point(written, sig, usdt),
                 key,
                 filter,
                 values: match k {
@@ -206,14 +216,28 @@ impl Checker<'_> {
         self.error_with(d);
     }
 
-    /// START's or END's function or tracepoint, by exact name.
-    fn span_point(&mut self, p: &ast::SpanPoint) -> Option<FuncSig> {
-        self.point(&p.name, p.tracepoint)
+    /// START's or END's function, tracepoint or USDT probe, by exact name.
+    fn span_point(&mut self, p: &ast::SpanPoint) -> Option<(FuncSig, Option<UsdtPoint>)> {
+        self.point(&p.name, p.tracepoint, p.usdt.as_ref())
     }
 
-    /// A kernel function's entry (by exact name) or a BTF tracepoint: a span's end or an
-    /// `on` point.
-    pub(super) fn point(&mut self, name: &ast::Ident, tracepoint: bool) -> Option<FuncSig> {
+    /// A kernel function's entry (by exact name), a BTF tracepoint or a USDT probe (with
+    /// what the runtime attaches): a span's end or an `on` point.
+    pub(super) fn point(
+        &mut self,
+        name: &ast::Ident,
+        tracepoint: bool,
+        usdt: Option<&ast::Usdt>,
+    ) -> Option<(FuncSig, Option<UsdtPoint>)> {
+        if let Some(at) = usdt {
+            return self
+                .usdt_point(name, at)
+                .map(|(sig, point)| (sig, Some(point)));
+        }
+        self.kernel_point(name, tracepoint).map(|sig| (sig, None))
+    }
+
+    fn kernel_point(&mut self, name: &ast::Ident, tracepoint: bool) -> Option<FuncSig> {
         if !tracepoint {
             return self.exact_function(name).map(|mut f| {
                 // A span point is the function's entry: it has no `ret`.
@@ -339,11 +363,12 @@ fn same_key_type(a: &Ty, b: &Ty) -> bool {
 }
 
 /// A point as the checked program names it, with its prototype's arguments.
-fn point(p: &ast::SpanPoint, sig: &FuncSig) -> SpanPoint {
+fn point(p: &ast::SpanPoint, sig: &FuncSig, usdt: Option<UsdtPoint>) -> SpanPoint {
     SpanPoint {
         name: p.name.name.clone(),
         tracepoint: p.tracepoint,
         args: sig.params.len(),
+        usdt,
     }
 }
 
@@ -359,7 +384,8 @@ fn by_thread(k: &Checked<Expr>) -> bool {
 }
 
 fn uses_stack(e: &Expr) -> bool {
-    matches!(e.kind, ExprKind::Builtin(b) if matches!(b.c, super::builtins::C::Stack(_)))
+    matches!(e.kind, ExprKind::Builtin(b) if matches!(b.c, super::builtins::C::Stack(_))
+        || matches!(b.ty, super::builtins::BuiltinTy::WaitStack(_)))
         || e.clone().children_mut().into_iter().any(|c| uses_stack(c))
 }
 

@@ -31,6 +31,9 @@ pub struct Phase<'p> {
     shared: bool,
     /// A `pt_regs` context (kprobes, uprobes): arguments and `ret` are registers.
     regs: bool,
+    /// At a USDT probe: argument N is where the probe's note says, read by libbpf's
+    /// `bpf_usdt_arg` (`fslat_usdt.bpf.h`).
+    usdt: bool,
     /// String buffers already filled in this phase, by the expression they hold: each
     /// string (`comm`, a field) is read once per phase, however often it is compared.
     strings: HashMap<String, String>,
@@ -82,6 +85,12 @@ impl<'p> Phase<'p> {
             multi,
             shared: false,
             regs,
+            // An `on` point's program, or a span's END (START's phase says its own).
+            usdt: session
+                .on
+                .as_ref()
+                .or(session.span.as_ref().map(|p| &p.end))
+                .is_some_and(|p| p.usdt.is_some()),
             at_return,
             lines: Vec::new(),
             declared: HashSet::new(),
@@ -96,6 +105,12 @@ impl<'p> Phase<'p> {
     /// This phase as part of a body shared by the session's functions (`Phase::shared`).
     pub fn sharing(mut self, shared: bool) -> Self {
         self.shared = shared;
+        self
+    }
+
+    /// This phase at a USDT probe or not (a span's START).
+    pub fn at_usdt(mut self, usdt: bool) -> Self {
+        self.usdt = usdt;
         self
     }
 
@@ -198,6 +213,14 @@ impl<'p> Phase<'p> {
         };
         let slot = self.target.slots[i];
         let name = format!("fslat_arg{i}");
+        if self.usdt {
+            // Cast to the note's size and sign by libbpf; 0 if it cannot be read.
+            return self.declare(&name, || {
+                format!(
+                    "long {name}_raw = 0; bpf_usdt_arg((void *)ctx, {slot}, &{name}_raw); {ty} {name} = ({ty}){name}_raw;"
+                )
+            });
+        }
         if self.regs {
             let reg = register(ARG_REGISTERS[slot.min(ARG_REGISTERS.len() - 1)]);
             return self.declare(&name, || format!("{ty} {name} = ({ty}){reg};"));

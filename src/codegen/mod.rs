@@ -32,10 +32,17 @@ struct ProgramData {
     /// The session kfuncs take the program's context (Linux 7.0+).
     session_kfuncs_ctx: bool,
     uses_path: bool,
+    /// A USDT point: libbpf's `usdt.bpf.h` (through `fslat_usdt.bpf.h`).
+    uses_usdt: bool,
     uses_kstack: bool,
     uses_ustack: bool,
     /// The scheduler hooks of `oncpu` and its kin.
     uses_sched: bool,
+    /// `wait_kstack`, `wait_ustack`: the hooks take the stacks where a thread leaves.
+    wait_kstack: bool,
+    wait_ustack: bool,
+    /// The stack id of a call that never left the CPU.
+    no_stack: i32,
     /// Whether the program has a ring buffer: for events, and for ustack's announcements.
     ring: bool,
     /// `ustack` on a kernel with `bpf_find_vma`: frames resolved to files at capture.
@@ -244,6 +251,9 @@ struct AggMapData {
     /// The aggregation's own C declarations (`lhist`: its value struct).
     value_decl: Vec<String>,
     entries: u32,
+    /// A profile's: its program runs in an interrupt, where Linux before 6.1 takes only
+    /// preallocated hash maps ("perf_event programs can only use preallocated hash map").
+    prealloc: bool,
 }
 
 #[derive(Serialize)]
@@ -300,6 +310,8 @@ struct SessionData {
     span: Option<SpanData>,
     /// An `on` point's one program (its section is `shape.section`).
     on: bool,
+    /// A profile's one program (an `on` program at a perf event): it counts every sample.
+    profile: bool,
     /// The return phase reads the clock (a span's END reads it in the template).
     reads_now: bool,
     /// It reads the scheduler's totals: a call in flight makes the hooks follow its thread.
@@ -313,6 +325,9 @@ struct SpanData {
     values: usize,
     end_lines: Vec<String>,
     end_key: String,
+    /// Keyed by pid at both ends: the map of each thread's depth (`SpanPoints::nests`).
+    depth_map: Option<String>,
+    depth: u32,
 }
 
 /// One START's program.
@@ -365,6 +380,7 @@ struct CallKey {
 
 const KERNEL_CTX: &str = "unsigned long long *ctx";
 const USER_CTX: &str = "struct fslat_regs *ctx";
+const PROFILE_CTX: &str = "void *ctx";
 
 /// The trampoline's argument area: one address at entry and return of one call.
 const KERNEL_CALL: CallKey = CallKey {
@@ -490,9 +506,13 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
         mode: mode.of_program(program),
         session_kfuncs_ctx: program.features.fsession,
         uses_path: program.uses_path,
+        uses_usdt: program.sessions.iter().any(Session::at_usdt),
         uses_kstack: program.uses_kstack,
         uses_ustack: program.uses_ustack,
         uses_sched: program.uses_sched,
+        wait_kstack: program.wait_kstack,
+        wait_ustack: program.wait_ustack,
+        no_stack: resources::NO_STACK,
         ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
         ustack_files: (program.uses_ustack && program.features.find_vma).then_some(
             UstackFilesData {
@@ -603,15 +623,19 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
         aggregations: program
             .sessions
             .iter()
-            .flat_map(|s| &s.aggregations)
-            .map(agg_map_data)
+            .flat_map(|s| {
+                let prealloc = s.profile.is_some();
+                s.aggregations
+                    .iter()
+                    .map(move |a| agg_map_data(a, prealloc))
+            })
             .collect(),
         sessions: program
             .sessions
             .iter()
             .flat_map(|s| match mode.of_session(s) {
                 _ if s.span.is_some() => vec![span_data(s)],
-                _ if s.on.is_some() => vec![on_data(s)],
+                _ if s.on.is_some() || s.profile.is_some() => vec![on_data(s)],
                 m if mode.shares_body(s) => vec![multi_session_data(s, m, true)],
                 m @ (Mode::FsessionMulti
                 | Mode::FexitMulti
@@ -712,7 +736,7 @@ fn unique<T: PartialEq>(items: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
-fn agg_map_data(a: &Aggregation) -> AggMapData {
+fn agg_map_data(a: &Aggregation, prealloc: bool) -> AggMapData {
     AggMapData {
         id: a.id,
         map: a.map(),
@@ -736,6 +760,7 @@ fn agg_map_data(a: &Aggregation) -> AggMapData {
         } else {
             AGG_ENTRIES
         },
+        prealloc,
     }
 }
 
@@ -954,6 +979,7 @@ fn phases_data(
         shape,
         span: None,
         on: false,
+        profile: false,
         reads_now: ret.reads_now(),
         sched: s.uses_sched(),
     }
@@ -996,7 +1022,8 @@ fn span_data(s: &Session) -> SessionData {
     let mut scratch_used = 0;
     let mut scratch_over = None;
     for (k, point) in points.starts.iter().enumerate() {
-        let mut start = Phase::new(s, target, false, false, false, scratch(""));
+        let mut start = Phase::new(s, target, false, false, false, scratch(""))
+            .at_usdt(point.point.usdt.is_some());
         let filter = point.filter.as_ref().map(|f| start.expr(f));
         let key = start.expr(&point.key);
         if s.uses_sched() {
@@ -1035,6 +1062,8 @@ fn span_data(s: &Session) -> SessionData {
         values: s.entry_layout().1,
         end_lines: end.take_lines(),
         end_key,
+        depth_map: points.nests().then(|| s.span_depth_map()),
+        depth: SPAN_DEPTH,
     });
     data
 }
@@ -1042,9 +1071,17 @@ fn span_data(s: &Session) -> SessionData {
 /// An `on` point: fexit mode's one program (the filter, then the actions), attached at
 /// the point instead of a return; `ts` is the point's time.
 fn on_data(s: &Session) -> SessionData {
-    let point = s.on.as_ref().expect("on_data is called for `on` points");
     let mut data = phases_data(s, &s.targets[0], 0, Mode::Fexit, |_| None, None);
-    data.shape.section = point.section();
+    match &s.on {
+        Some(point) => data.shape.section = point.section(),
+        None => {
+            // A profile: libbpf does not attach a perf event program, the runtime opens
+            // the perf events. The program reads nothing of its context itself.
+            data.shape.section = resources::PROFILE_SECTION.into();
+            data.shape.ctx_decl = PROFILE_CTX;
+            data.profile = true;
+        }
+    }
     data.entry_time_early = s.needs_entry();
     data.on = true;
     data

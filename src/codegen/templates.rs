@@ -88,7 +88,7 @@ pub(super) fn render(data: &ProgramData) -> String {
     for s in &data.sessions {
         wanted.push(if s.span.is_some() {
             "span"
-        } else if s.on {
+        } else if s.on || s.profile {
             "on"
         } else if s.exit_only {
             "fexit"

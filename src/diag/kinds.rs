@@ -344,8 +344,32 @@ pub enum DiagKind {
         name: String,
     },
     EntryAtPoint,
+    /// A USDT point whose file has no SDT notes.
+    NoSdtNotes {
+        file: String,
+    },
+    /// A USDT point naming a probe its file does not have.
+    UnknownUsdt {
+        probe: String,
+        file: String,
+    },
+    /// `usdt:FILE:NAME` where providers of the file each have a NAME.
+    UsdtAmbiguous {
+        name: String,
+        providers: String,
+    },
+    /// A USDT probe with an argument in a form that cannot be read (a symbol's address).
+    UsdtUnreadableArg {
+        probe: String,
+        index: usize,
+        spec: String,
+    },
     SchedInSpan {
         name: String,
+    },
+    /// `profile 0hz`, or faster than the kernel's CPU clock samples.
+    ProfileRate {
+        rate: String,
     },
 }
 
@@ -464,7 +488,12 @@ impl DiagKind {
             UserLineAction => "F1111",
             AtPointOnly { .. } => "F0820",
             EntryAtPoint => "F0821",
+            NoSdtNotes { .. } => "F0840",
+            UnknownUsdt { .. } => "F0841",
+            UsdtAmbiguous { .. } => "F0842",
+            UsdtUnreadableArg { .. } => "F0843",
             SchedInSpan { .. } => "F0808",
+            ProfileRate { .. } => "F0830",
         }
     }
 
@@ -525,8 +554,21 @@ impl DiagKind {
                 "`{name}` belongs to a call, from its entry to its return: an `on` point has none"
             ),
             EntryAtPoint => "`entry()` is for sessions: `on` is one point, its values are all at hand".into(),
+            NoSdtNotes { file } => {
+                format!("`{file}` has no USDT probes (no `.note.stapsdt` section)")
+            }
+            UnknownUsdt { probe, file } => format!("`{file}` has no USDT probe `{probe}`"),
+            UsdtAmbiguous { name, providers } => {
+                format!("USDT probe `{name}` is in several providers of the file: {providers}")
+            }
+            UsdtUnreadableArg { probe, index, spec } => format!(
+                "USDT probe `{probe}` cannot be attached: its argument {index} (`{spec}`) is in a form libbpf cannot read"
+            ),
             SchedInSpan { name } => format!(
                 "`{name}` is one thread's time: this span's ends may be different threads"
+            ),
+            ProfileRate { rate } => format!(
+                "a profile samples each CPU at least once and at most 100000 times a second (every 10us): `{rate}` is neither"
             ),
             UnknownCall { name } => format!("unknown function `{name}()`"),
             RetOfVoid { func } => format!("`{func}` returns void: there is no `ret`"),
@@ -704,13 +746,13 @@ impl DiagKind {
             ),
             ForeignProbe { probe } => match probe.as_str() {
                 "kprobe" | "k" | "fentry" | "f" | "kfunc" => format!(
-                    "fslat has no `{probe}:` probes: `session FUNC` traces a kernel function's entry and return together"
+                    "fslat has no `{probe}:` probes: `on FUNC` acts at a kernel function's entry, `session FUNC` at its entry and return together"
                 ),
                 "kretprobe" | "kr" | "fexit" | "fr" | "kretfunc" => format!(
                     "fslat has no `{probe}:` probes: `session FUNC` sees the return too (`ret` is bpftrace's `retval`, `latency` the time since entry)"
                 ),
                 "tracepoint" | "t" | "rawtracepoint" | "rt" => format!(
-                    "fslat has no tracepoints (`{probe}:`): it traces kernel functions that have BTF"
+                    "fslat has no `{probe}:` probes: `on tp:NAME` acts at a BTF tracepoint"
                 ),
                 "BEGIN" | "END" => format!(
                     "fslat has no `{probe}` probe: a script is made of `session FUNC` items"
@@ -719,7 +761,7 @@ impl DiagKind {
                     "fslat has no `{probe}:` probes: `session FILE:FUNC` traces a user-space function's entry and return together"
                 ),
                 "usdt" | "U" => format!(
-                    "fslat has no USDT probes (`{probe}:`): it traces kernel functions and user-space functions (`session FILE:FUNC`)"
+                    "fslat has no `{probe}:` probes: `on usdt:FILE:NAME` acts at a USDT probe"
                 ),
                 _ => format!("fslat has no `{probe}:` probes: it traces kernel functions"),
             },

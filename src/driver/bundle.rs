@@ -408,6 +408,8 @@ fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Er
                 .map(|p| (p.name.as_str(), p.tracepoint, p.args))
                 .collect(),
             (_, Some(on)) => vec![(&on.name, on.tracepoint, on.args)],
+            // A profile samples the CPUs: no function.
+            _ if s.profile.is_some() => Vec::new(),
             _ => s
                 .targets
                 .iter()

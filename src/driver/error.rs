@@ -166,6 +166,8 @@ pub enum Note {
     /// In kprobe-session mode, a session that reads an argument passed on the stack
     /// runs on its trampolines.
     StackArgument { session: String },
+    /// `--flamegraph` with `-i`: one graph of the whole run.
+    FlamesOfTheRun,
 }
 
 impl std::fmt::Display for Note {
@@ -186,6 +188,10 @@ impl std::fmt::Display for Note {
             Note::StackArgument { session } => write!(
                 f,
                 "session {session} reads a parameter passed on the stack, which a kprobe cannot see: it runs as an fentry/fexit pair (mode=fentry), where the kernel may skip calls"
+            ),
+            Note::FlamesOfTheRun => write!(
+                f,
+                "--flamegraph with -i draws one graph of the whole run (the intervals add up to it), not one per interval: -f folded -i prints each interval's lines"
             ),
         }
     }

@@ -189,7 +189,11 @@ pub fn compile_script(
         crate::compile_with(text, kernel, mode, opts).map_err(script_error(name, text))?;
     if mode == Mode::KprobeSession {
         for s in &program.sessions {
-            if s.span.is_none() && s.on.is_none() && s.user.is_none() && mode.of_session(s) != mode
+            if s.span.is_none()
+                && s.on.is_none()
+                && s.profile.is_none()
+                && s.user.is_none()
+                && mode.of_session(s) != mode
             {
                 let note = Note::StackArgument {
                     session: s.label.clone(),

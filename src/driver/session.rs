@@ -195,6 +195,9 @@ pub fn run_object(
     }
     let outcome = outcome?;
     if let Some(path) = &opts.flamegraph {
+        if opts.interval.is_some() {
+            crate::stderr_line!("fslat: note: {}", super::error::Note::FlamesOfTheRun);
+        }
         let target = match (&opts.cmd, opts.pid) {
             (Some(cmd), _) => format!("-c {cmd}"),
             (None, Some(pid)) => format!("-p {pid}"),
@@ -284,7 +287,7 @@ fn draw_flames(flames: &Flames, path: &std::path::Path, run: &str) -> Result<(),
         let title = format!("{}: {} ({})", g.session, g.title, g.name);
         let write = || -> std::io::Result<()> {
             let mut out = std::io::BufWriter::new(std::fs::File::create(&file)?);
-            flame::svg(&title, run, &g.counts, &mut out)?;
+            flame::svg(g, &title, run, &mut out)?;
             out.flush()
         };
         write().map_err(|source| Error::Write {

@@ -119,6 +119,27 @@ fn library(spec: &str, lookup: &Lookup) -> Result<PathBuf, ElfError> {
             return Ok(Path::new(dir).join(n));
         }
     }
+    // A program by name, as bpftrace finds one: the traced program of that name, else
+    // PATH (`usdt:python3:audit`).
+    if !spec.contains(".so") {
+        // An ELF file, not a wrapper script (such as pyenv's shims).
+        let elf = |p: &PathBuf| {
+            let mut magic = [0u8; 4];
+            std::fs::File::open(p)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+                .is_ok_and(|()| &magic == b"\x7fELF")
+        };
+        if let Ok(Some(exe)) = main_executable(lookup)
+            && exe.file_name().is_some_and(|n| n == spec)
+            && elf(&exe)
+        {
+            return Ok(exe);
+        }
+        looked.push("PATH".to_string());
+        if let Some(p) = which::which_all(spec).into_iter().flatten().find(elf) {
+            return Ok(p.canonicalize().unwrap_or(p));
+        }
+    }
     Err(ElfError::NoLibrary {
         name: spec.to_string(),
         looked: looked.join(", "),

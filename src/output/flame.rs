@@ -19,6 +19,8 @@ pub struct Graph {
     pub name: String,
     /// The aggregation as the script wrote it (`count() by kstack`).
     pub title: String,
+    /// What a count counts: `calls`, or a profile's `samples`.
+    pub unit: &'static str,
     pub counts: BTreeMap<String, u64>,
 }
 
@@ -36,6 +38,11 @@ impl Flames {
                 session: s.label.clone(),
                 name: a.name.clone(),
                 title: a.title.clone(),
+                unit: if s.profile.is_some() {
+                    "samples"
+                } else {
+                    "calls"
+                },
                 counts: BTreeMap::new(),
             })
             .collect();
@@ -75,19 +82,24 @@ impl Flames {
     }
 }
 
-/// Draws `counts` (folded line → count) as an SVG into `out`, titled `title` over
-/// `subtitle`. Frames are ordered by name, as flamegraph.pl does, so a run draws the same
-/// picture from the same counts.
-pub fn svg(
-    title: &str,
-    subtitle: &str,
-    counts: &BTreeMap<String, u64>,
-    out: impl Write,
-) -> io::Result<()> {
+/// Draws `g`'s counts as an SVG into `out`, titled `title` over `subtitle`. Frames are
+/// ordered by name, as flamegraph.pl does, so a run draws the same picture from the same
+/// counts. Kernel frames marked `_[k]` (a graph of user and kernel stacks) are drawn in
+/// orange, the others in flamegraph.pl's warm colours, and shown without the mark.
+pub fn svg(g: &Graph, title: &str, subtitle: &str, out: impl Write) -> io::Result<()> {
+    use inferno::flamegraph::color::{MultiPalette, Palette};
+    let counts = &g.counts;
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = title.to_string();
     opts.subtitle = Some(subtitle.to_string());
-    opts.count_name = "calls".to_string();
+    opts.count_name = g.unit.to_string();
+    if counts
+        .keys()
+        .any(|l| l.contains(super::folded::KERNEL_MARK))
+    {
+        // Perl's palette: `_[k]` orange, the rest red and yellow, as the default's.
+        opts.colors = Palette::Multi(MultiPalette::Perl);
+    }
     opts.deterministic = true;
     let text: Vec<String> = counts.iter().map(|(l, n)| format!("{l} {n}")).collect();
     inferno::flamegraph::from_lines(&mut opts, text.iter().map(String::as_str), out)
@@ -148,9 +160,9 @@ mod tests {
         ]);
         let mut out = Vec::new();
         svg(
+            &graph(c, "calls"),
             "vfs_read: count() by ustack",
             "run of 2026-12-02",
-            &c,
             &mut out,
         )
         .unwrap();
@@ -175,12 +187,52 @@ mod tests {
         assert!(svg.contains("<script"));
     }
 
+    fn graph(counts: BTreeMap<String, u64>, unit: &'static str) -> Graph {
+        Graph {
+            session: "profile".into(),
+            name: "profile_count".into(),
+            title: String::new(),
+            unit,
+            counts,
+        }
+    }
+
+    #[test]
+    fn a_profile_of_user_and_kernel_frames_counts_samples_and_marks_the_kernel() {
+        let c = counts(&[
+            ("main;hot;asm_sysvec_apic_timer_interrupt_[k]", 3),
+            ("main;warm", 1),
+        ]);
+        let mut out = Vec::new();
+        svg(&graph(c, "samples"), "profile", "run", &mut out).unwrap();
+        let svg = String::from_utf8(out).unwrap();
+        // The mark is not shown; the kernel frame is orange (Perl's palette), the user
+        // frames red to yellow (green and blue low).
+        let kernel = "<title>asm_sysvec_apic_timer_interrupt (3 samples, 75.00%)</title>";
+        let at = svg.find(kernel).expect("the kernel frame, unmarked");
+        let fill = &svg[at..][..svg[at..].find("/>").unwrap()];
+        let rgb: Vec<u32> = fill
+            .split("rgb(")
+            .nth(1)
+            .unwrap()
+            .split(')')
+            .next()
+            .unwrap()
+            .split(',')
+            .map(|n| n.trim().parse().unwrap())
+            .collect();
+        assert!(rgb[0] > 180 && rgb[1] > 100 && rgb[2] < 80, "{fill}");
+        assert!(svg.contains("<title>hot (3 samples, 75.00%)</title>"));
+        assert!(svg.contains("<title>warm (1 samples, 25.00%)</title>"));
+    }
+
     #[test]
     fn several_graphs_get_one_file_each_named_by_aggregation() {
         let g = |name: &str| Graph {
             session: "vfs_read".into(),
             name: name.into(),
             title: String::new(),
+            unit: "calls",
             counts: BTreeMap::new(),
         };
         let one = Flames {

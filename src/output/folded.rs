@@ -4,11 +4,14 @@
 
 use super::interval::IntervalStamp;
 use super::{AggResult, AggValue, Summary, Value, Writer};
-use crate::check::program::{Aggregation, EventSchema, FieldKind, Program, Session};
+use crate::check::program::{Aggregation, EventSchema, FieldKind, Program, Session, StackKind};
 use crate::stacks::StackTable;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::rc::Rc;
+
+/// What ends a kernel frame's name in a line that has user frames too.
+pub const KERNEL_MARK: &str = "_[k]";
 
 /// Whether `a` makes a flame graph: a `count()` with a `kstack` or `ustack` key.
 fn is_stack_count(a: &Aggregation) -> bool {
@@ -63,13 +66,32 @@ pub fn lines(a: &AggResult) -> BTreeMap<String, u64> {
         let AggValue::Number(n) = row.value else {
             continue;
         };
+        // Kernel and user frames in one line (`by ustack, kstack`): the kernel's are
+        // marked `_[k]`, as perf's folded stacks mark them, which flame graphs colour.
+        let kinds = |kind| {
+            row.keys
+                .iter()
+                .any(|k| matches!(k, Value::Stack(s) if s.kind == kind))
+        };
+        let mixed = kinds(StackKind::Kernel) && kinds(StackKind::User);
         let line = row
             .keys
             .iter()
             .map(|k| match k {
+                Value::Stack(s) if mixed && s.kind == StackKind::Kernel && !s.lost => {
+                    super::stack_text(s)
+                        .split(';')
+                        .map(|f| format!("{f}{KERNEL_MARK}"))
+                        .collect::<Vec<_>>()
+                        .join(";")
+                }
+                // No frames (a profile's kernel stack of a sample in user mode): none
+                // drawn.
+                Value::Stack(s) if s.frames.is_empty() && !s.lost => String::new(),
                 Value::Stack(s) => super::stack_text(s),
                 v => frame(v),
             })
+            .filter(|part| !part.is_empty())
             .collect::<Vec<_>>()
             .join(";");
         *out.entry(line).or_insert(0) += n.max(0) as u64;

@@ -20,6 +20,8 @@ pub(super) struct Links {
     pub _links: Vec<libbpf_rs::Link>,
     pub _fd_links: Vec<OwnedFd>,
     pub _multi_links: Vec<OwnedFd>,
+    /// The profiles' perf events, read for `lost` after the links go.
+    pub profiles: super::profile::Profiles,
 }
 
 /// Attaches the programs of `obj`, loaded by libbpf: `plans` are the multi-attach
@@ -43,6 +45,7 @@ pub(super) fn attach(
     let mut links = Vec::new();
     let mut multi_links = Vec::new();
     let mut copies: Vec<Copy> = Vec::new();
+    let mut profiles = super::profile::Profiles::default();
     for exits in [true, false] {
         for prog in obj.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
@@ -50,6 +53,13 @@ pub(super) fn attach(
             if found.is_some_and(|p| p.role == ProgRole::Exit) != exits
                 || found.is_some_and(|p| p.role != ProgRole::Multi && absent(p))
             {
+                continue;
+            }
+            if let Some((s, point)) = found.and_then(|p| {
+                let s = program.sessions.get(p.session)?;
+                Some((s, user::usdt_point(s, p.role, &name)?))
+            }) {
+                links.push(user::attach_usdt(&prog, s, point, settings.target_tgid)?);
                 continue;
             }
             if let Some((p, s)) = found.and_then(|p| {
@@ -98,6 +108,13 @@ pub(super) fn attach(
                 multi_links.push(link);
                 continue;
             }
+            if let Some(s) = found
+                .and_then(|p| program.sessions.get(p.session))
+                .filter(|s| s.profile.is_some())
+            {
+                links.extend(profiles.attach(&prog, s)?);
+                continue;
+            }
             let link = prog
                 .attach()
                 .map_err(|e| errors::attach_error(e, program, &name))?;
@@ -119,6 +136,7 @@ pub(super) fn attach(
             _links: links,
             _fd_links: Vec::new(),
             _multi_links: multi_links,
+            profiles,
         },
         copies,
     ))

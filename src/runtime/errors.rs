@@ -63,6 +63,8 @@ pub enum RuntimeError {
         "cannot load the session {session}'s program for each of its functions: {reason}\n  This is a bug in fslat; run with -v and report it with the script."
     )]
     Copies { session: String, reason: String },
+    #[error("cannot sample the CPUs for `profile`: {reason}")]
+    Profile { reason: String },
     #[error("cannot write the output: {0}")]
     Output(std::io::Error),
     #[error("the BPF object has no {0}: this is a bug in fslat")]

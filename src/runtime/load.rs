@@ -37,6 +37,8 @@ pub(super) fn load(
                 _links: Vec::new(),
                 _fd_links: r.links,
                 _multi_links: Vec::new(),
+                // A program with a profile is never replayed (`replay::eligible`).
+                profiles: Default::default(),
             },
             copies: r.copies,
         }),
@@ -93,7 +95,7 @@ impl Sizes {
                 .sessions
                 .iter()
                 .filter(|s| s.span.is_some())
-                .map(|s| s.calls_map(0))
+                .flat_map(|s| [s.calls_map(0), s.span_depth_map()])
                 .collect(),
         }
     }

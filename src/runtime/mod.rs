@@ -11,6 +11,7 @@ mod memory;
 mod misses;
 mod multi;
 mod privileges;
+mod profile;
 mod publish;
 mod replay;
 mod shared;

@@ -61,7 +61,15 @@ pub(super) fn figures(
     Ok(figures::Figures {
         start,
         time: std::time::SystemTime::now(),
-        sessions: summaries(obj, copies, program, settings, events)?,
+        // A profile's `lost` is read once its clocks have stopped: in the summary only.
+        sessions: summaries(
+            obj,
+            copies,
+            &super::profile::Profiles::default(),
+            program,
+            settings,
+            events,
+        )?,
         aggregations,
     })
 }
@@ -77,6 +85,7 @@ fn unset(obj: &Loaded, a: &Aggregation) -> Option<crate::aggregate::State> {
 pub(super) fn summaries(
     obj: &Loaded,
     copies: &[Copy],
+    profiles: &super::profile::Profiles,
     program: &Program,
     settings: &Settings,
     events: &[u64],
@@ -95,8 +104,10 @@ pub(super) fn summaries(
         let mut summary = Summary {
             label: s.label.clone(),
             mode: match (&s.span, &s.on) {
+                _ if s.profile.is_some() => "perf_event",
                 (Some(_), _) => "span",
                 (_, Some(p)) if p.tracepoint => "tp_btf",
+                (_, Some(p)) if p.usdt.is_some() => "usdt",
                 (_, Some(_)) => "fentry",
                 _ => settings.mode.of_session(s).name(),
             },
@@ -105,7 +116,8 @@ pub(super) fn summaries(
         for c in &counters::ALL {
             let has = match c.shown {
                 Shown::Always | Shown::WhereCounted => true,
-                Shown::Sessions => s.span.is_none() && s.on.is_none(),
+                Shown::Sessions => s.span.is_none() && s.on.is_none() && s.profile.is_none(),
+                Shown::Profiles => s.profile.is_some(),
                 Shown::Spans => s.span.is_some(),
                 Shown::WithAggregations => !s.aggregations.is_empty(),
                 Shown::WithStacks => s.uses_stacks(),
@@ -120,6 +132,11 @@ pub(super) fn summaries(
                 Source::Functions => Some(present(s, settings).0.len() as u64),
                 Source::Missed => missed.get(s.index).copied().flatten(),
                 Source::InFlight => obj.map(&s.calls_map(0)).map(|m| m.keys().count() as u64),
+                Source::ProfileLost => {
+                    let at = counters::SAMPLES.offset().unwrap_or(0) / 8;
+                    let samples: Vec<u64> = per_cpu.iter().map(|cpu| u64_at(cpu, at)).collect();
+                    profiles.lost(s.index, &samples)
+                }
             };
             summary.set(c, value.filter(|_| has));
         }

@@ -28,13 +28,15 @@ use std::os::fd::{AsFd, OwnedFd};
 /// Whether `program` run with `settings` loads the same way at every start: programs on
 /// one kernel function each (a shared body's copies among them), or on several by a
 /// kprobe session. A multi-attach tracing link's function ids and user-space probes'
-/// offsets are looked up at each start (`record` refuses any other kind of program).
+/// offsets (USDT probes' too) are looked up at each start (`record` refuses any other kind of program).
 pub fn eligible(program: &Program, settings: &Settings) -> bool {
     // The scheduler hooks belong to no session: libbpf attaches them by their section.
     settings.absent.is_empty()
         && !program.uses_sched
         && program.sessions.iter().all(|s| {
             s.user.is_none()
+                && s.profile.is_none()
+                && !s.at_usdt()
                 && !matches!(
                     settings.mode.of_session(s),
                     Mode::FsessionMulti | Mode::FexitMulti

@@ -19,7 +19,7 @@ pub(super) fn finish(
     program: &Program,
     settings: &Settings,
     loaded: &Loaded,
-    links: Links,
+    mut links: Links,
     copies: &mut [Copy],
     traced: Traced,
 ) -> Result<Outcome, RuntimeError> {
@@ -34,6 +34,8 @@ pub(super) fn finish(
     } = traced;
     // Stop producing, deliver what was produced, then count: in this order the
     // counters and the events describe the same calls.
+    let profiles = std::mem::take(&mut links.profiles);
+    profiles.stop();
     drop(links);
     for c in copies.iter_mut() {
         c.link = None;
@@ -59,7 +61,7 @@ pub(super) fn finish(
         misses::report_per_program(loaded, copies, program);
     }
     let outcome = Outcome {
-        summaries: publish::summaries(loaded, copies, program, settings, &events)?,
+        summaries: publish::summaries(loaded, copies, &profiles, program, settings, &events)?,
         bad_records: bad,
         in_flight,
     };

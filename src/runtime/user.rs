@@ -4,7 +4,7 @@
 //! per function. `-p` is the link's own pid filter as well as the program's check.
 
 use super::errors::RuntimeError;
-use crate::check::program::Session;
+use crate::check::program::{Session, UsdtPoint};
 use crate::check::resources::{Mode, ProgRole};
 use libbpf_rs::{Link, ProgramMut, UprobeMultiOpts};
 
@@ -56,6 +56,51 @@ pub fn attach(
         }
     }
 }
+
+/// The USDT probe program `name` (of `role`) of session `s` is at, if it is one: an `on`
+/// point's program, one of a span's STARTs (`Entry`, told apart by name) or its END (`Exit`).
+pub fn usdt_point<'a>(s: &'a Session, role: ProgRole, name: &str) -> Option<&'a UsdtPoint> {
+    let point = match (&s.on, &s.span) {
+        (Some(on), _) => on,
+        (None, Some(span)) if role == ProgRole::Entry => {
+            let mut starts = span.starts.iter().enumerate();
+            &starts.find(|(k, _)| s.span_start_prog(*k) == name)?.1.point
+        }
+        (None, Some(span)) => &span.end,
+        _ => return None,
+    };
+    point.usdt.as_ref()
+}
+
+/// Attaches `prog` to every site of USDT probe `point` through libbpf, which sets the
+/// probe's semaphore while the link lives (the uprobe's `ref_ctr_offset`: the kernel
+/// clears it when the link goes, also when fslat is killed); `pid` 0 traces every process.
+pub fn attach_usdt(
+    prog: &ProgramMut<'_>,
+    s: &Session,
+    point: &UsdtPoint,
+    pid: u32,
+) -> Result<Link, RuntimeError> {
+    let pid = if pid == 0 { -1 } else { pid as i32 };
+    prog.attach_usdt(pid, &point.path, &point.provider, &point.name)
+        .map_err(|e| {
+            let (reason, mut hint) = explain(&e);
+            if hint.starts_with("Run with -v") {
+                hint = USDT_WITHOUT_COOKIES;
+            }
+            RuntimeError::UserAttach {
+                session: s.label.clone(),
+                path: point.path.clone(),
+                reason: format!("USDT probe {}:{}: {reason}", point.provider, point.name),
+                hint,
+            }
+        })
+}
+
+/// What libbpf cannot do on a kernel without BPF cookies (before 5.15, such as 5.10): there
+/// it finds a USDT site's argument specs by the address the probe fired at, so it attaches
+/// a probe of a PIE or a shared library only in one process, and one program per site.
+const USDT_WITHOUT_COOKIES: &str = "Before Linux 5.15 (no BPF cookies), libbpf attaches a USDT probe of a PIE or a library only with -p PID or -c CMD, and one point per probe site; run with -v for libbpf's messages.";
 
 /// The kernel's reason, and what to do about it.
 fn explain(e: &libbpf_rs::Error) -> (String, &'static str) {

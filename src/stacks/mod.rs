@@ -16,7 +16,7 @@ mod modules;
 mod unwind;
 
 use crate::check::program::StackKind;
-use crate::check::resources::USTACK_SECOND;
+use crate::check::resources::{EMPTY_STACK, NO_STACK, USTACK_SECOND};
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
@@ -64,9 +64,18 @@ fn clean_symbol(name: &str) -> String {
 /// the nearest symbol below would misname.
 fn is_own_frame(f: &Frame) -> bool {
     f.module.as_deref() == Some(JIT)
-        || f.symbol
-            .as_deref()
-            .is_some_and(|s| s.starts_with("bpf_prog_") || s.starts_with("bpf_trampoline_"))
+        || f.symbol.as_deref().is_some_and(|s| {
+            // The last three: the scheduler hooks' tracepoint (`wait_kstack`).
+            [
+                "bpf_prog_",
+                "bpf_trampoline_",
+                "bpf_trace_run",
+                "__bpf_trace_",
+                "__traceiter_",
+            ]
+            .iter()
+            .any(|p| s.starts_with(p))
+        })
 }
 
 /// The frame that ends (root first: starts) a user stack deeper than its copy.
@@ -110,7 +119,22 @@ fn callers(mut frames: Vec<(Frame, u64)>, entry_frame: bool) -> Vec<Frame> {
     if entry_frame && frames.first().is_some_and(|(_, at)| *at < ENTRY_PATCH) {
         frames.remove(0);
     }
-    frames.into_iter().map(|(f, _)| f).collect()
+    // A traced function deeper in the stack (`wait_kstack`: the thread slept inside one)
+    // leaves its trampoline and, in fentry mode, the return into its patched entry (the
+    // function's own name again, near its start): left out as well.
+    let mut out: Vec<Frame> = Vec::with_capacity(frames.len());
+    let mut after_own = false;
+    for (f, at) in frames {
+        let own = is_own_frame(&f);
+        let entry = after_own
+            && at < ENTRY_PATCH
+            && out.last().is_some_and(|inner| inner.symbol == f.symbol);
+        if !own && !entry {
+            out.push(f);
+        }
+        after_own = own;
+    }
+    out
 }
 
 pub struct StackTable {
@@ -223,11 +247,25 @@ impl StackTable {
             StackKind::User if second => (self.user_2.as_ref(), id & !i64::from(USTACK_SECOND)),
             StackKind::User => (self.user.as_ref(), id),
         };
+        if id == EMPTY_STACK {
+            return Stack {
+                kind,
+                frames: Vec::new(),
+                lost: false,
+            };
+        }
         let lost = Stack {
             kind,
             frames: Vec::new(),
             lost: true,
         };
+        if id == i64::from(NO_STACK) {
+            // `wait_kstack` of a call that never left the CPU.
+            return Stack {
+                lost: false,
+                ..lost
+            };
+        }
         if kind == StackKind::User
             && let Some(copies) = &self.copies
         {
@@ -254,7 +292,11 @@ impl StackTable {
                 .as_ref()
                 .and_then(|f| Some((f, f.places(raw, addrs.len())?)))
             {
-                Some((files, places)) => self.file_frames(&|n| files.path(n), &addrs, &places),
+                Some((files, places)) => {
+                    let mut frames = self.file_frames(&|n| files.path(n), &addrs, &places);
+                    self.place_from_mappings(tgid, &mut frames);
+                    frames
+                }
                 None => self.user_frames(tgid, &addrs),
             },
         };
@@ -351,6 +393,37 @@ impl StackTable {
                 }
             })
             .collect();
+        self.name_by_file(&mut frames);
+        frames
+    }
+
+    /// Frames the kernel could not place in a file (a profile's sample runs in an
+    /// interrupt, where `bpf_find_vma` places one frame at a time): placed with the
+    /// mappings of process `tgid` kept when it was announced, then named.
+    fn place_from_mappings(&self, tgid: u32, frames: &mut [Frame]) {
+        let mappings = self.mappings.borrow();
+        let Some(m) = mappings.get(&tgid) else {
+            return;
+        };
+        for (i, f) in frames.iter_mut().enumerate() {
+            if f.module.is_some() || f.symbol.is_some() {
+                continue;
+            }
+            // A return address is looked up one byte back (a call may end a mapping),
+            // and its offset kept as its own, as `file_frames` has it.
+            let back = u64::from(i > 0);
+            if let Some((path, off)) = maps::locate(m, f.addr.saturating_sub(back)) {
+                f.module = Some(path.to_string());
+                f.file_offset = Some(off + back);
+            }
+        }
+        drop(mappings);
+        self.name_by_file(frames);
+    }
+
+    /// Names the frames placed in a file (`module` and `file_offset`) from the file's
+    /// symbols; a named frame drops its offset.
+    fn name_by_file(&self, frames: &mut [Frame]) {
         let mut by_file: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, f) in frames.iter().enumerate() {
             if let (Some(path), Some(_)) = (&f.module, f.file_offset) {
@@ -376,7 +449,6 @@ impl StackTable {
                 }
             }
         }
-        frames
     }
 
     /// A user stack from the program's copy (`struct fslat_ustack_copy`): unwound with the
@@ -535,6 +607,19 @@ mod tests {
             (f("__x64_sys_pread64"), 14),
         ];
         assert_eq!(names(callers(fsession, false)), ["__x64_sys_pread64"]);
+        // wait_kstack: the thread slept inside a function fslat traces in fentry mode.
+        let inside = vec![
+            (f("__schedule"), 700),
+            (f("pipe_read"), 400),
+            (f("vfs_read"), 150),
+            (f("bpf_trampoline_30077_1"), 90),
+            (f("vfs_read"), 9),
+            (f("ksys_read"), 107),
+        ];
+        assert_eq!(
+            names(callers(inside, false)),
+            ["__schedule", "pipe_read", "vfs_read", "ksys_read"]
+        );
     }
 
     /// A user frame of `pid` at `addr`, symbolized as a traced process's would be.

@@ -29,6 +29,23 @@ pub struct Session {
     pub ends: Option<SpanEnds>,
     /// `on POINT`: the session is one point's event; `func` is the point's name.
     pub on: Option<OnPoint>,
+    /// `profile RATE`: the session samples every CPU; `func` is `profile`.
+    pub profile: Option<ProfileRate>,
+}
+
+/// A profile's rate as written, with where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfileRate {
+    pub rate: Rate,
+    pub span: Span,
+}
+
+/// How often a profile samples each CPU: `99hz`, or a period (`10ms`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rate {
+    Hertz(u64),
+    /// Nanoseconds.
+    Period(u64),
 }
 
 /// The point of `on POINT [where C] { actions }`: a kernel function's entry or a BTF
@@ -37,6 +54,16 @@ pub struct Session {
 pub struct OnPoint {
     pub name: Ident,
     pub tracepoint: bool,
+    /// `usdt:FILE:[PROVIDER:]NAME`: `name` is the probe's NAME.
+    pub usdt: Option<Usdt>,
+}
+
+/// Where a USDT point's probe is: `usdt:FILE:NAME` or `usdt:FILE:PROVIDER:NAME`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Usdt {
+    /// The file, as for user functions (empty: the main executable of -p or -c).
+    pub file: Ident,
+    pub provider: Option<Ident>,
 }
 
 /// The points of a span (`span START(KEY) [where C1], ... -> END(KEY) [where C2]`).
@@ -53,6 +80,8 @@ pub struct SpanPoint {
     /// The function or tracepoint name (without `tp:`).
     pub name: Ident,
     pub tracepoint: bool,
+    /// A USDT probe (`name` is its NAME).
+    pub usdt: Option<Usdt>,
     pub key: Expr,
     pub predicate: Option<Expr>,
 }

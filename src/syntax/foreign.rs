@@ -110,7 +110,13 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
             if funcs.iter().any(String::is_empty) {
                 return diag(vec!["write `session FUNC { ... }`".into()]);
             }
-            let mut text = format!("session {}", funcs.join(", "));
+            // One kernel function's entry is an `on` point; a list or a glob, a return,
+            // a user-space function are a session's.
+            let at_entry = matches!(kind, "kprobe" | "k" | "fentry" | "f" | "kfunc")
+                && funcs.len() == 1
+                && !funcs[0].contains(['*', '?']);
+            let item = if at_entry { "on" } else { "session" };
+            let mut text = format!("{item} {}", funcs.join(", "));
             if let Some(p) = predicate {
                 text.push_str(&format!(" where {}", translate_expr(p)));
             }
@@ -131,7 +137,7 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
             let uses = |w: &str| {
                 predicate.is_some_and(|p| has_word(p, w)) || body.is_some_and(|b| has_word(b, w))
             };
-            if uses("nsecs") {
+            if uses("nsecs") && !at_entry {
                 hints.push(
                     "there is no start time to keep: `latency` is the time from the call's entry to its return"
                         .into(),
@@ -148,18 +154,29 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
                 .strip_prefix("sys_enter_")
                 .or_else(|| event.strip_prefix("sys_exit_"))
                 .unwrap_or(&event);
+            let syscall = list.contains("syscalls:") || list.contains("sys_enter_") || list.contains("sys_exit_");
+            if !syscall {
+                let block = body
+                    .and_then(translate_block)
+                    .filter(|b| !b.is_empty())
+                    .map_or(" { count() by comm }".to_string(), |b| format!(" {{ {b} }}"));
+                return diag(vec![format!("write `on tp:{event}{block}`")]);
+            }
             let known = match event {
                 "read" => Some("vfs_read"),
                 "write" => Some("vfs_write"),
                 "open" | "openat" | "openat2" => Some("do_sys_openat2"),
                 _ => None,
             };
+            // A system call's own tracepoints are not BTF tracepoints: the raw
+            // `tp:sys_enter` / `tp:sys_exit` (its number is `arg1`), or the function.
             let mut hint = format!(
                 "trace the kernel function behind it instead: `fslat -l '*{event}*'` lists candidates"
             );
             if let Some(f) = known {
                 hint.push_str(&format!(" (for {event}(2): `session {f}`)"));
             }
+            hint.push_str("; every system call's entry is `on tp:sys_enter` (its number is `arg1`)");
             diag(vec![hint])
         }
         "BEGIN" | "END" => {
@@ -172,9 +189,20 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
                 ),
             }])
         }
-        "usdt" | "U" => diag(vec![
-            "trace the function around the probe instead: `session FILE:FUNC`; `fslat -l 'FILE:*'` lists a file's functions".into(),
-        ]),
+        "usdt" | "U" => {
+            // bpftrace's `usdt:FILE:[PROVIDER:]NAME` is fslat's `on usdt:...` as written.
+            let point = list.split(',').next().unwrap_or("").trim();
+            let point = point.split_once(':').map_or("", |(_, p)| p);
+            let block = body
+                .and_then(translate_block)
+                .filter(|b| !b.is_empty())
+                .map_or(" { count() }".to_string(), |b| format!(" {{ {b} }}"));
+            diag(vec![if point.is_empty() {
+                "write `on usdt:FILE:NAME { ... }`; `fslat -l 'usdt:FILE'` lists a file's probes".into()
+            } else {
+                format!("write `on usdt:{point}{block}`; `fslat -l 'usdt:FILE'` lists a file's probes")
+            }])
+        }
         "interval" | "i" | "profile" | "p" | "software" | "s" | "hardware" | "h" | "watchpoint"
         | "w" | "iter" | "kfunc_multi" => diag(vec![
             "fslat traces kernel functions (`session FUNC`); `-i DUR` prints and clears the aggregations every DUR".into(),

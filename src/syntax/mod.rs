@@ -42,6 +42,7 @@ pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
                 }
             }
             Rule::on => sessions.push(on_item(pair, &mut errors)),
+            Rule::profile => sessions.push(profile_item(pair, &mut errors)),
             _ => {}
         }
     }
@@ -132,6 +133,7 @@ fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         span: whole,
         ends: None,
         on: None,
+        profile: None,
     }
 }
 
@@ -162,6 +164,7 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
             end,
         }),
         on: None,
+        profile: None,
     }
 }
 
@@ -178,12 +181,22 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
                 point = Some(OnPoint {
                     name: ident(name),
                     tracepoint: true,
+                    usdt: None,
+                });
+            }
+            Rule::usdt_point => {
+                let (name, usdt) = usdt_point(p);
+                point = Some(OnPoint {
+                    name,
+                    tracepoint: false,
+                    usdt,
                 });
             }
             Rule::span_func => {
                 point = Some(OnPoint {
                     name: ident(p),
                     tracepoint: false,
+                    usdt: None,
                 })
             }
             Rule::pred => predicate = Some(expr(p, errors)),
@@ -201,17 +214,89 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         span: whole,
         ends: None,
         on: Some(point),
+        profile: None,
     }
+}
+
+/// `profile RATE [where C] { actions }`, as a session named `profile`.
+fn profile_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
+    let whole = span(&pair);
+    let mut name = None;
+    let mut rate = ProfileRate {
+        rate: Rate::Hertz(0),
+        span: whole.clone(),
+    };
+    let mut predicate = None;
+    let mut actions = None;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::kw_profile => name = Some(ident(p)),
+            Rule::hertz => {
+                let text = p.as_str();
+                rate.span = span(&p);
+                match parse_int(&text[..text.len() - 2]) {
+                    Some(hz) => rate.rate = Rate::Hertz(hz),
+                    None => errors.push(Diagnostic::new(span(&p), DiagKind::IntegerTooLarge)),
+                }
+            }
+            Rule::duration => {
+                rate.span = span(&p);
+                match parse_duration(p.as_str()) {
+                    Some(ns) => rate.rate = Rate::Period(ns),
+                    None => errors.push(Diagnostic::new(span(&p), DiagKind::DurationTooLarge)),
+                }
+            }
+            Rule::pred => predicate = Some(expr(p, errors)),
+            Rule::block => actions = Some(block(p, errors)),
+            _ => {}
+        }
+    }
+    let name = name.expect("the grammar starts a profile with `profile`");
+    Session {
+        func: name.clone(),
+        funcs: vec![name],
+        file: None,
+        predicate,
+        actions,
+        span: whole,
+        ends: None,
+        on: None,
+        profile: Some(rate),
+    }
+}
+
+/// `usdt:FILE:[PROVIDER:]NAME`: the probe's NAME, and where it is.
+fn usdt_point(pair: Pair<Rule>) -> (Ident, Option<Usdt>) {
+    let whole = span(&pair);
+    let mut file = Ident {
+        name: String::new(),
+        span: whole.start + 5..whole.start + 5,
+    };
+    let mut names = Vec::new();
+    for part in pair.into_inner() {
+        match part.as_rule() {
+            Rule::user_file => file = ident(part),
+            _ => names.push(ident(part)),
+        }
+    }
+    let name = names.pop().expect("the grammar gives a USDT point a name");
+    let provider = names.pop();
+    (name, Some(Usdt { file, provider }))
 }
 
 fn span_point(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> SpanPoint {
     let mut inner = pair.into_inner();
     let head = inner.next().expect("a span point starts with its name");
     let tracepoint = head.as_rule() == Rule::tracepoint;
-    let name = if tracepoint {
-        ident(head.into_inner().next().expect("tp: has a name"))
+    let (name, usdt) = if head.as_rule() == Rule::usdt_point {
+        usdt_point(head)
+    } else if tracepoint {
+        (
+            ident(head.into_inner().next().expect("tp: has a name")),
+            None,
+        )
     } else {
-        ident(head)
+        (ident(head), None)
     };
     let key = expr(inner.next().expect("a span point has a key"), errors);
     let predicate = inner
@@ -220,6 +305,7 @@ fn span_point(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> SpanPoint {
     SpanPoint {
         name,
         tracepoint,
+        usdt,
         key,
         predicate,
     }
@@ -766,6 +852,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
     Some(match rule {
         Rule::session | Rule::kw_session => "`session`",
         Rule::on | Rule::kw_on => "`on`",
+        Rule::profile | Rule::kw_profile => "`profile`",
+        Rule::hertz => "a rate (`99hz`)",
         Rule::func_name => "a kernel function name",
         Rule::user_func | Rule::user_file | Rule::user_sym | Rule::user_quoted => {
             "a user-space function (`FILE:FUNC`)"

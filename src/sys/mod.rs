@@ -1,9 +1,11 @@
 //! Every `unsafe` call fslat makes to the operating system is in this module (and
-//! `bpf.rs` beside it); the rest of the crate is safe code (`lib.rs` denies `unsafe_code`
-//! outside `sys`). Each function here has one small contract, written on it.
+//! `bpf.rs`, `load.rs` and `perf.rs` beside it); the rest of the crate is safe code
+//! (`lib.rs` denies `unsafe_code` outside `sys`). Each function here has one small
+//! contract, written on it.
 
 pub mod bpf;
 pub mod load;
+pub mod perf;
 pub mod probe;
 
 use std::ffi::{CStr, CString};

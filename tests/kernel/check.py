@@ -36,6 +36,16 @@
                                         kernel stamps both ends of a wait elsewhere, with
                                         its run-queue clock (seen: 74% to 111% under load)
 
+    check.py shares MIN PTS RE:PCT...   text output: of the aggregation rows whose keys
+                                        match one of the REs, those of each RE make PCT
+                                        percent of their counts, within PTS points, over
+                                        at least MIN counts
+
+    check.py samples DUE PCT            a profile's text SUMMARY: `matched` is DUE within
+                                        PCT percent; samples the kernel reports `lost`
+                                        count as taken for the lower bound (a guest's
+                                        timer interrupt late on a loaded host)
+
     check.py span-ledger                a span's text SUMMARY: every start is completed,
                                         restarted, evicted or still in flight
                                         (started == completed + restarted + evicted +
@@ -225,6 +235,41 @@ def row_sum(pattern, want):
     print(f"{len(got)} rows matching {pattern!r} add up to {total}")
 
 
+def shares(least, points, wants):
+    """Text output: the rows matching each RE of WANTS (`RE:PCT`) are PCT percent of the
+    rows matching any, within POINTS points, over at least LEAST counts."""
+    wants = [(w.rsplit(":", 1)[0], float(w.rsplit(":", 1)[1])) for w in wants]
+    rows = [re.fullmatch(r"  (.*) (\d+)", line.rstrip("\n")) for line in sys.stdin]
+    rows = [(m.group(1), int(m.group(2))) for m in rows if m]
+    got = [sum(n for k, n in rows if re.search(r, k)) for r, _ in wants]
+    total = sum(got)
+    if total < least:
+        fail(f"{total} counts match, fewer than {least}: {rows}")
+    for (r, pct), n in zip(wants, got):
+        share = 100 * n / total
+        print(f"{r}: {n} of {total}, {share:.1f}% (expected {pct}% +- {points})")
+        if abs(share - pct) > points:
+            fail(f"{r!r} is {share:.1f}% of {total}, not {pct}% +- {points}")
+
+
+def samples(due, pct):
+    """The first profile's SUMMARY: `matched` within PCT percent of DUE, above it at most; below
+    it by at most what the CPU clocks say they were due and did not take (`lost`)."""
+    summary = None
+    for line in sys.stdin:
+        if summary is None and line.startswith("SUMMARY ") and " mode=perf_event " in line:
+            summary = dict(w.split("=", 1) for w in line.split()[2:])
+    if summary is None:
+        fail("no profile SUMMARY line")
+    matched, lost = int(summary["matched"]), int(summary["lost"])
+    lo, hi = due * (1 - pct / 100), due * (1 + pct / 100)
+    print(f"matched={matched} lost={lost} samples={summary['samples']}: due {due} +- {pct}%")
+    if matched > hi:
+        fail(f"matched={matched} is above {hi:.0f}")
+    if matched + lost < lo:
+        fail(f"matched={matched} (and lost={lost}) is below {lo:.0f}")
+
+
 def in_order(field, values):
     got = [str(r["fields"][field]) for r in records() if r["type"] == "event"]
     print(f"{field}: {' '.join(got)}")
@@ -344,7 +389,8 @@ def order(patterns):
     print(f"{len(seen)} lines in order")
 def sched(n, args):
     select = [a.split("=", 1) for a in args if re.fullmatch(r"\w+=[^=<>]+", a)]
-    conds = [a for a in args if not re.fullmatch(r"\w+=[^=<>]+", a)]
+    frames = [a.split("~", 1) for a in args if "~" in a]
+    conds = [a for a in args if not re.fullmatch(r"\w+=[^=<>]+", a) and "~" not in a]
     evs = [r["fields"] for r in records() if r["type"] == "event"]
     evs = [e for e in evs if all(str(e.get(k)) == v for k, v in select)]
     if len(evs) != n:
@@ -365,6 +411,12 @@ def sched(n, args):
         if all(f"{k}_ns" in e for k in ("runq", "blocked", "offcpu")):
             if e["runq_ns"] + e["blocked_ns"] != e["offcpu_ns"]:
                 fail(f"event {i}: runq + blocked != offcpu")
+        waits(f"event {i}", e)
+        # `wait_kstack~pipe_read|pipe_wait`: a frame of that stack names one of these.
+        for name, want in frames:
+            stack = e.get(name) or []
+            if not any(w in (f["symbol"] or "") for f in stack for w in want.split("|")):
+                fail(f"event {i}: {name} has no frame naming {want}")
         for c in conds:
             m = re.fullmatch(r"([\w/]+)(>=|<=|>|<)([\d.]+)(ms)?", c)
             if not m:
@@ -380,6 +432,18 @@ def sched(n, args):
                 fail(f"event {i}: {name} is {got}, not {op} {c[len(name) + len(op):]}")
 
 
+def waits(what, e):
+    """wait_kstack / wait_ustack: empty exactly when the call never left the CPU."""
+    for name in ("wait_kstack", "wait_ustack"):
+        if name not in e:
+            continue
+        stack = e[name]
+        if stack is None:
+            fail(f"{what}: {name} was lost")
+        if "switches" in e and (e["switches"] == 0) != (stack == []):
+            fail(f"{what}: {name} is {stack} after {e['switches']} switches")
+
+
 def sched_nested(spin_ms, nap_ms, n):
     evs = [r["fields"] for r in records() if r["type"] == "event"]
     if len(evs) != 2 * n:
@@ -393,6 +457,16 @@ def sched_nested(spin_ms, nap_ms, n):
         for e in (inner, outer):
             if e["oncpu_ns"] + e["offcpu_ns"] != e["latency_ns"]:
                 fail(f"call {g}: oncpu + offcpu != latency")
+            waits(f"call {g}", e)
+        if "wait_kstack" in inner:
+            # The inner call's one long stretch is its sleep; the outer call's longest is
+            # the same one, handed up at the inner call's return.
+            if not any("nanosleep" in (f["symbol"] or "") for f in inner["wait_kstack"]):
+                fail(f"call {g}: the inner call's wait_kstack is not its sleep")
+            if not any("layer" in (f["symbol"] or "") for f in inner["wait_ustack"] or []):
+                fail(f"call {g}: the inner call's wait_ustack does not name layer()")
+            if outer["wait_kstack"] != inner["wait_kstack"]:
+                fail(f"call {g}: the outer call's longest stretch is not its inner call's sleep")
         if inner["blocked_ns"] < nap_ms * ms or inner["switches"] < 1:
             fail(f"call {g}: the inner call did not sleep {nap_ms} ms")
         if outer["blocked_ns"] < inner["blocked_ns"] or outer["switches"] < inner["switches"]:
@@ -441,6 +515,12 @@ def main():
         return
     if what == "flame":
         flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))
+        return
+    if what == "samples":
+        samples(int(sys.argv[2]), float(sys.argv[3]))
+        return
+    if what == "shares":
+        shares(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:])
         return
     if what == "row-sum":
         row_sum(sys.argv[2], sys.argv[3])

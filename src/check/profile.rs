@@ -1,0 +1,98 @@
+//! `profile RATE [where C] { actions }`: a sample of what each CPU runs, RATE times a
+//! second (bpftrace's `profile:hz:N`, BCC's `profile`). It is checked as an `on` point
+//! without parameters: every name is read at the sample (the builtins, `idle`, the
+//! stacks), none of a call's (`latency`, `ret`, ...).
+
+use super::program::*;
+use super::{Checker, Scope, phases};
+use crate::btf::FuncSig;
+use crate::diag::DiagKind;
+use crate::syntax::ast;
+
+/// The kernel's CPU clock samples at most every 10us (`perf_swevent_init_hrtimer`
+/// raises a shorter period to that); a faster rate would quietly be this one.
+pub const MIN_PERIOD_NS: u64 = 10_000;
+
+impl Checker<'_> {
+    pub(super) fn profile_session(
+        &mut self,
+        index: usize,
+        label: String,
+        s: &ast::Session,
+    ) -> Option<Session> {
+        let written = s.profile.as_ref()?;
+        let rate = match written.rate {
+            ast::Rate::Hertz(hz) => Rate::Hertz(hz),
+            ast::Rate::Period(ns) => Rate::Period(ns),
+        };
+        let fits = match rate {
+            Rate::Hertz(hz) => (1..=1_000_000_000 / MIN_PERIOD_NS).contains(&hz),
+            Rate::Period(ns) => ns >= MIN_PERIOD_NS,
+        };
+        if !fits {
+            self.error(
+                written.span.clone(),
+                DiagKind::ProfileRate {
+                    rate: rate.to_string(),
+                },
+            );
+            return None;
+        }
+        let sig = FuncSig {
+            name: s.func.name.clone(),
+            params: Vec::new(),
+            ret: 0,
+        };
+        self.entry_values.clear();
+        self.shared.clear();
+        let no_params = [Vec::new()];
+        let scope = Scope {
+            func: &sig,
+            params: &[],
+            funcs: std::slice::from_ref(&sig),
+            per_func: &no_params,
+            several: false,
+            func_cap: sig.name.len() as u32 + 1,
+        };
+        self.at_point = true;
+        let filter = s
+            .predicate
+            .as_ref()
+            .and_then(|p| self.condition(&scope, p).ok());
+        let (event, aggregations) = self.actions(&scope, index, &label, s, false);
+        self.at_point = false;
+        // As at an `on` point: what the split leaves for "return" (a stack) runs in the
+        // same program, after the rest of the filter.
+        let (entry_filter, return_filter) = match filter {
+            Some(f) => phases::split(f),
+            None => (None, None),
+        };
+        Some(Session {
+            index,
+            at: s.span.clone(),
+            label,
+            func: sig.name.clone(),
+            params: Vec::new(),
+            ret_slot: 0,
+            ret: None,
+            entry_filter,
+            return_filter,
+            event,
+            aggregations,
+            entry_values: Vec::new(),
+            targets: vec![Target {
+                func: sig.name,
+                slots: Vec::new(),
+                ret_slot: 0,
+                ret: None,
+                offset: None,
+            }],
+            several: false,
+            skipped: Vec::new(),
+            user: None,
+            span: None,
+            on: None,
+            profile: Some(rate),
+        })
+    }
+}
