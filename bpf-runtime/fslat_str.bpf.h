@@ -8,14 +8,36 @@
 #define FSLAT_STR_BPF_H
 
 /*
+ * A string read's outcome in dst: a read that failed (a user page not in memory, which a
+ * BPF program cannot fault in, or a bad address) is the empty string with 0xff in its
+ * second byte, which user space shows as <unread>; an empty string read has 0 there (the
+ * buffer may hold anything). A NULL pointer is the empty string, as in bpftrace. Returns
+ * 1 for a failed read, for the caller to count.
+ */
+static __always_inline int fslat_str_outcome(char *dst, __u32 size, const void *src, long got)
+{
+	if (got < 0) {
+		dst[0] = 0;
+		if (size >= 2)
+			dst[1] = src ? (char)0xff : 0;
+		return src ? 1 : 0;
+	}
+	if (got <= 1 && size >= 2)
+		dst[1] = 0;
+	return 0;
+}
+
+/*
  * Reads a NUL-terminated string from kernel memory, or from user memory when the
  * pointer is a user address (parameters such as `const char __user *filename`).
  */
-static __always_inline void fslat_read_str(char *dst, __u32 size, const void *src)
+static __always_inline int fslat_read_str(char *dst, __u32 size, const void *src)
 {
-	if (bpf_probe_read_kernel_str(dst, size, src) < 0 &&
-	    bpf_probe_read_user_str(dst, size, src) < 0)
-		dst[0] = 0;
+	long got = bpf_probe_read_kernel_str(dst, size, src);
+
+	if (got < 0)
+		got = bpf_probe_read_user_str(dst, size, src);
+	return fslat_str_outcome(dst, size, src, got);
 }
 
 /*
@@ -23,19 +45,19 @@ static __always_inline void fslat_read_str(char *dst, __u32 size, const void *sr
  * NUL. A `__user` pointer (BTF type tag) is read as user memory; any other pointer as
  * kernel memory first, then user memory (x86 refuses kernel reads of user addresses).
  */
-static __always_inline void fslat_read_strn(char *dst, __u32 size, const void *src, __u64 len,
-					    bool user)
+static __always_inline int fslat_read_strn(char *dst, __u32 size, const void *src, __u64 len,
+					   bool user)
 {
 	__u32 n = len < size ? (__u32)len + 1 : size;
+	long got = -1;
+
 	if (n > size) /* never: tells the 5.10 verifier the bound */
 		n = size;
-	if (user) {
-		if (bpf_probe_read_user_str(dst, n, src) < 0)
-			dst[0] = 0;
-		return;
-	}
-	if (bpf_probe_read_kernel_str(dst, n, src) < 0 && bpf_probe_read_user_str(dst, n, src) < 0)
-		dst[0] = 0;
+	if (!user)
+		got = bpf_probe_read_kernel_str(dst, n, src);
+	if (got < 0)
+		got = bpf_probe_read_user_str(dst, n, src);
+	return fslat_str_outcome(dst, size, src, got);
 }
 
 /*

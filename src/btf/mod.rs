@@ -7,6 +7,7 @@ mod fixture;
 pub mod preemption;
 mod reader;
 mod tracepoints;
+pub use tracepoints::derived as derived_tracepoint_arg;
 
 pub use features::{FEATURES, Feature, FeatureInfo, Features};
 pub use fixture::Fixture;

@@ -57,6 +57,21 @@ const TABLE: &[(&str, &[&[&str]])] = &[
     ("cpu_frequency", &[&["frequency", "cpu_id"]]),
 ];
 
+/// Arguments a tracepoint gained in a later kernel, read on older ones from the struct
+/// they copy: tracepoint, argument, the parameter it comes from, and that struct's fields
+/// (the first the kernel has). `sched_switch`'s `prev_state` (Linux 5.18) is
+/// `prev->__state` (5.14), before that `prev->state`: the same raw value.
+const DERIVED: &[(&str, &str, &str, &[&str])] =
+    &[("sched_switch", "prev_state", "prev", &["__state", "state"])];
+
+/// Where tracepoint `name`'s argument `arg` comes from on a kernel whose prototype lacks it.
+pub fn derived(name: &str, arg: &str) -> Option<(&'static str, &'static [&'static str])> {
+    DERIVED
+        .iter()
+        .find(|(n, a, _, _)| *n == name && *a == arg)
+        .map(|(_, _, param, fields)| (*param, *fields))
+}
+
 /// The argument names of tracepoint `name` with `args` arguments, if the table has them.
 pub fn arg_names(name: &str, args: usize) -> Option<Vec<String>> {
     TABLE

@@ -237,10 +237,27 @@ impl Checker<'_> {
         self.save_entry_value(v, e.span.clone())
     }
 
-    /// `v`, evaluated at entry (a span's START) and saved for return (END).
+    /// `v`, evaluated at entry (a span's START) and saved for return (END). In a span of
+    /// several STARTs, the others compute it the same way (a builtin, not a parameter).
     pub(super) fn save_entry_value(&mut self, v: Expr, span: Span) -> Checked<Expr> {
+        let others = self
+            .span_start
+            .as_ref()
+            .map_or(0, |s| s.len().saturating_sub(1));
+        let at_others = vec![v.clone(); others];
+        self.save_at_starts(v, at_others, span)
+    }
+
+    /// `v` as the first START computes it, `at_others` as each other START does.
+    pub(super) fn save_at_starts(
+        &mut self,
+        v: Expr,
+        at_others: Vec<Expr>,
+        span: Span,
+    ) -> Checked<Expr> {
         let words: usize = self.entry_values.iter().map(|s| saved_words(&s.ty)).sum();
-        let index = match self.entry_values.iter().position(|saved| *saved == v) {
+        let same = |i: usize| self.entry_values[i] == v && self.entry_at_others[i] == at_others;
+        let index = match (0..self.entry_values.len()).find(|&i| same(i)) {
             Some(i) => i,
             None if self.entry_values.len() >= MAX_ENTRY_VALUES
                 || (words + saved_words(&v.ty)) * 8 > MAX_ENTRY_BYTES =>
@@ -255,6 +272,7 @@ impl Checker<'_> {
             }
             None => {
                 self.entry_values.push(v.clone());
+                self.entry_at_others.push(at_others);
                 self.entry_values.len() - 1
             }
         };

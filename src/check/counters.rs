@@ -188,7 +188,15 @@ pub const IN_FLIGHT: Counter = Counter {
     shown: Shown::Spans,
 };
 
-/// Every counter, in the order the summaries show them.
+pub const STR_UNREAD: Counter = Counter {
+    name: "str_unread",
+    about: "Strings that could not be read (a user page not in memory, a bad address): shown as <unread>.",
+    source: Source::Bpf {
+        counted_in: "a string read, str() or a char * field (codegen/expr.rs, bpf-runtime/fslat_str.bpf.h)",
+    },
+    shown: Shown::WhereCounted,
+};
+
 pub const SAMPLES: Counter = Counter {
     name: "samples",
     about: "Profiles: samples taken on every CPU, before -p, -c, --cgroup and `where`.",
@@ -204,9 +212,11 @@ pub const LOST: Counter = Counter {
     shown: Shown::Profiles,
 };
 
-pub const ALL: [Counter; 19] = [
+/// Every counter, in the order the summaries show them.
+pub const ALL: [Counter; 20] = [
     CALLS, MATCHED, ERRORS, DROPPED, EVENTS, UNPAIRED, AGG_LOST, FUNCTIONS, STACK_LOST, MISSED,
     SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT, SAMPLES, LOST,
+    STR_UNREAD,
 ];
 
 impl Counter {
@@ -269,7 +279,7 @@ mod tests {
             offsets,
             (0..offsets.len()).map(|i| 8 * i).collect::<Vec<_>>()
         );
-        assert_eq!(struct_size(), 8 * 14);
+        assert_eq!(struct_size(), 8 * 15);
         assert_eq!(EVENTS.offset(), None);
         assert_eq!(UNPAIRED.offset(), Some(32));
     }

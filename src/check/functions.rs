@@ -93,8 +93,9 @@ pub fn list_label(s: &ast::Session) -> String {
         None => format!("{}{}", if tracepoint { "tp:" } else { "" }, name.name),
     };
     if let Some(ends) = &s.ends {
-        let end = |p: &ast::SpanPoint| point(&p.name, p.tracepoint, &p.usdt);
-        return format!("{}->{}", end(&ends.start), end(&ends.end));
+        let point = |p: &ast::SpanPoint| point(&p.name, p.tracepoint, &p.usdt);
+        let starts: Vec<String> = ends.starts.iter().map(point).collect();
+        return format!("{}->{}", starts.join(","), point(&ends.end));
     }
     if let Some(on) = &s.on {
         return point(&on.name, on.tracepoint, &on.usdt);

@@ -82,6 +82,7 @@ pub fn check_with(
         wait_ustack: false,
         span_by_thread: false,
         entry_values: Vec::new(),
+        entry_at_others: Vec::new(),
         user: None,
         span_start: None,
         in_span: false,
@@ -178,10 +179,13 @@ struct Checker<'k> {
     span_by_thread: bool,
     /// The current session's `entry()` values so far.
     entry_values: Vec<Expr>,
+    /// For each of `entry_values`, the same value at a span's other STARTs (see
+    /// `SpanStart::values`); empty lists elsewhere.
+    entry_at_others: Vec<Vec<Expr>>,
     /// The current session's user-space file, when it traces user-space functions.
     user: Option<std::rc::Rc<crate::elf::UserTypes>>,
-    /// While a span's END is checked: its START, for `start.NAME`.
-    span_start: Option<spans::Start>,
+    /// While a span's END is checked: its STARTs, for `start.NAME`.
+    span_start: Option<Vec<spans::Start>>,
     /// While a span is checked: its points are entries, without `ret`.
     in_span: bool,
     /// While an `on` item is checked: names of a call's return are refused.
@@ -291,6 +295,7 @@ impl<'k> Checker<'k> {
             self.ret_scalar(&func)
         };
         self.entry_values.clear();
+        self.entry_at_others.clear();
         let func_cap = funcs
             .iter()
             .map(|f| f.name.len() as u32 + 1)

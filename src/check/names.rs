@@ -6,7 +6,7 @@ use super::program::*;
 use super::{COMM_CAP, Checked, Checker, STRING_CAP, Scope, quote_list};
 use crate::btf::{KType, TypeId};
 use crate::diag::{DiagKind, Diagnostic, closest};
-use crate::syntax::ast::Span;
+use crate::syntax::ast::{self, Span};
 
 impl Checker<'_> {
     /// How a value of BTF type `ty` looks in a script, or `None` if fslat can't read it.
@@ -43,6 +43,32 @@ impl Checker<'_> {
             },
             _ => return None,
         })
+    }
+
+    /// A tracepoint argument this kernel's prototype lacks, as the field it copies
+    /// (`prev_state` of `sched_switch` before 5.18: `prev->state`), written as the script
+    /// would write it.
+    fn derived_arg(&self, scope: &Scope, name: &str, span: &Span) -> Option<ast::Expr> {
+        let (param, fields) = crate::btf::derived_tracepoint_arg(&scope.func.name, name)?;
+        let p = scope.func.params.iter().find(|p| p.name == param)?;
+        let KType::Ptr { pointee, .. } = self.types().resolve(p.ty) else {
+            return None;
+        };
+        let field = fields
+            .iter()
+            .find(|f| self.types().field(pointee, f).is_some())?;
+        let at = |kind| ast::Expr {
+            kind,
+            span: span.clone(),
+        };
+        Some(at(ast::ExprKind::Member {
+            base: Box::new(at(ast::ExprKind::Name(param.into()))),
+            arrow: true,
+            field: ast::Ident {
+                name: field.to_string(),
+                span: span.clone(),
+            },
+        }))
     }
 
     pub(super) fn is_char(&self, ty: TypeId) -> bool {
@@ -119,6 +145,9 @@ impl Checker<'_> {
             (None, Some(i)) if i < scope.params.len() => i,
             (None, Some(_)) => return Err(self.arg_out_of_range(scope, name, span)),
             (None, None) => {
+                if let Some(e) = self.derived_arg(scope, name, &span) {
+                    return self.expr(scope, &e);
+                }
                 let mut names: Vec<String> = scope.params.iter().map(|p| p.name.clone()).collect();
                 names.extend(builtin_names().map(String::from));
                 let mut d = Diagnostic::new(span, DiagKind::UnknownName { name: name.into() });

@@ -19,6 +19,7 @@ impl Checker<'_> {
         let (sig, usdt) = self.point(&on.name, on.tracepoint, on.usdt.as_ref())?;
         let (params, _) = self.params_of(&sig);
         self.entry_values.clear();
+        self.entry_at_others.clear();
         self.shared = params.iter().map(|p| (p.clone(), vec![p.slot])).collect();
         let scope = Scope {
             func: &sig,
@@ -69,6 +70,7 @@ impl Checker<'_> {
             on: Some(SpanPoint {
                 name: on.name.name.clone(),
                 tracepoint: on.tracepoint,
+                args: sig.params.len(),
                 usdt,
             }),
             profile: None,

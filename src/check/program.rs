@@ -225,17 +225,26 @@ pub fn saved_words(ty: &Ty) -> usize {
     }
 }
 
-/// What a span adds to its session: its START and the key at both points.
+/// What a span adds to its session: its STARTs and the key at every point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpanPoints {
-    pub start: SpanPoint,
+    /// One or more, in the order written; each its own program.
+    pub starts: Vec<SpanStart>,
     pub end: SpanPoint,
-    /// START's key, in START's names.
-    pub start_key: Expr,
-    /// END's key, of the same type.
+    /// END's key, of the type of every START's.
     pub end_key: Expr,
-    /// START's `where`.
-    pub start_filter: Option<Expr>,
+}
+
+/// One START of a span: its point, key, `where`, and what it saves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpanStart {
+    pub point: SpanPoint,
+    /// In this START's names.
+    pub key: Expr,
+    pub filter: Option<Expr>,
+    /// The session's `entry_values` as this START computes them (`start.NAME` in its
+    /// names); the first START's are `entry_values` themselves.
+    pub values: Vec<Expr>,
 }
 
 impl SpanPoints {
@@ -243,7 +252,7 @@ impl SpanPoints {
     /// thread: an END takes the latest START in flight), up to `SPAN_DEPTH` deep.
     pub fn nests(&self) -> bool {
         let pid = |e: &Expr| matches!(e.kind, ExprKind::Builtin(b) if b == super::builtins::PID);
-        pid(&self.start_key) && pid(&self.end_key)
+        self.starts.iter().all(|s| pid(&s.key)) && pid(&self.end_key)
     }
 }
 
@@ -255,6 +264,10 @@ pub const SPAN_DEPTH: u32 = 16;
 pub struct SpanPoint {
     pub name: String,
     pub tracepoint: bool,
+    /// A tracepoint's arguments in the prototype it was checked against: a bundle, whose
+    /// programs read them by their place, checks the running kernel's.
+    #[serde(default)]
+    pub args: usize,
     /// A USDT probe: its program is libbpf's `usdt` kind, attached by the runtime.
     #[serde(default)]
     pub usdt: Option<UsdtPoint>,
@@ -311,7 +324,10 @@ impl Session {
 
     /// The USDT probes among this `on`'s or span's points.
     pub fn usdt_points(&self) -> impl Iterator<Item = &UsdtPoint> {
-        let span = self.span.iter().flat_map(|p| [&p.start, &p.end]);
+        let span = self
+            .span
+            .iter()
+            .flat_map(|p| p.starts.iter().map(|s| &s.point).chain([&p.end]));
         self.on.iter().chain(span).filter_map(|p| p.usdt.as_ref())
     }
 

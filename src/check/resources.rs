@@ -361,6 +361,15 @@ impl Session {
         format!("fslat_{kind}_{}", self.prog_suffix(t))
     }
 
+    /// A span's program of its START `k`: `fslat_entry_I` for the first, `fslat_entry_I_K`
+    /// for the others (a span has one target, so no several-function name is the same).
+    pub fn span_start_prog(&self, k: usize) -> String {
+        match k {
+            0 => self.prog_name(ProgRole::Entry, 0),
+            _ => format!("fslat_entry_{}_{k}", self.index),
+        }
+    }
+
     /// fentry mode: the map of target `t`'s calls in flight (`fslat_calls_I`, or
     /// `fslat_calls_I_T` for one of several functions).
     pub fn calls_map(&self, t: usize) -> String {
@@ -421,6 +430,15 @@ impl Program {
                     };
                     progs.insert(s.prog_name(role, target), prog);
                 }
+            }
+            let starts = s.span.as_ref().map_or(0, |p| p.starts.len());
+            for k in 1..starts {
+                let prog = Prog {
+                    role: ProgRole::Entry,
+                    session: s.index,
+                    target: 0,
+                };
+                progs.insert(s.span_start_prog(k), prog);
             }
         }
         progs

@@ -1,8 +1,9 @@
-//! Spans: `span START(KEY) [where C1] -> END(KEY) [where C2] { actions }`. START and END
-//! are a kernel function's entry or a BTF tracepoint. A span is checked as a session of
-//! END whose "entry" is START: START's names are checked in START's scope (its key, C1 and
-//! every `start.NAME`, saved with the start time as `entry()` values are), END's in END's.
-//! The session's parameters are END's then START's, so one `Param(i)` names either.
+//! Spans: `span START(KEY) [where C1], ... -> END(KEY) [where C2] { actions }`. STARTs and
+//! END are a kernel function's entry, a BTF tracepoint or a USDT probe. A span is checked
+//! as a session of END whose "entry" is its STARTs: each START's names are checked in its
+//! scope (its key, its `where` and every `start.NAME`, saved with the start time as
+//! `entry()` values are), END's in END's. The session's parameters are END's then each
+//! START's, so one `Param(i)` names any of them.
 
 use super::program::*;
 use super::{Checked, Checker, Scope, phases};
@@ -10,7 +11,7 @@ use crate::btf::FuncSig;
 use crate::diag::{DiagKind, Diagnostic};
 use crate::syntax::ast;
 
-/// A span's START while its END is checked: what `start.NAME` reads.
+/// A span's START while its END is checked: what `start.NAME` reads there.
 pub(super) struct Start {
     func: FuncSig,
     params: Vec<Param>,
@@ -26,39 +27,23 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let ends = s.ends.as_ref()?;
-        let start_sig = self.span_point(&ends.start);
+        let start_sigs: Vec<Option<(FuncSig, Option<UsdtPoint>)>> =
+            ends.starts.iter().map(|p| self.span_point(p)).collect();
         let end_sig = self.span_point(&ends.end);
-        let ((start_sig, start_usdt), (end_sig, end_usdt)) = (start_sig?, end_sig?);
+        let (start_sigs, start_usdts): (Vec<FuncSig>, Vec<Option<UsdtPoint>>) = start_sigs
+            .into_iter()
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        let (end_sig, end_usdt) = end_sig?;
         self.in_span = true;
         let (end_params, _) = self.params_of(&end_sig);
-        let (start_params, _) = self.params_of(&start_sig);
-        let offset = end_params.len();
         self.entry_values.clear();
-
-        // START: its key and its `where`, in its own names, all known at that point.
-        let start_scope = Scope {
-            func: &start_sig,
-            params: &start_params,
-            funcs: std::slice::from_ref(&start_sig),
-            per_func: std::slice::from_ref(&start_params),
-            several: false,
-            func_cap: start_sig.name.len() as u32 + 1,
-        };
-        let start_key = self.span_key(&start_scope, &ends.start.key, offset);
-        let start_filter = match &ends.start.predicate {
-            Some(p) => self
-                .condition(&start_scope, p)
-                .and_then(|c| self.at_start(c, p, offset))
-                .map(Some),
-            None => Ok(None),
-        };
+        self.entry_at_others.clear();
+        let (starts, checked) = self.span_starts(&start_sigs, &ends.starts, end_params.len());
 
         // END: its key, its `where` (split at the start's lookup) and the actions.
-        self.span_start = Some(Start {
-            func: start_sig.clone(),
-            params: start_params.clone(),
-            offset,
-        });
+        self.span_start = Some(starts);
         let end_scope = Scope {
             func: &end_sig,
             params: &end_params,
@@ -72,7 +57,7 @@ impl Checker<'_> {
             .map(|p| (p.clone(), vec![p.slot]))
             .collect();
         let end_key = self.span_key(&end_scope, &ends.end.key, 0);
-        self.span_by_thread = by_thread(&start_key) && by_thread(&end_key);
+        self.span_by_thread = by_thread(&end_key) && checked.iter().all(|(k, _)| by_thread(k));
         let (entry_filter, return_filter) = match &s.predicate {
             Some(p) => match self.condition(&end_scope, p) {
                 Ok(e) => phases::split(e),
@@ -81,18 +66,25 @@ impl Checker<'_> {
             None => (None, None),
         };
         let (event, aggregations) = self.actions(&end_scope, index, &label, s, false);
-        self.span_start = None;
+        let starts = self.span_start.take().unwrap_or_default();
         self.in_span = false;
         self.span_by_thread = false;
 
-        let (start_key, end_key, start_filter) =
-            (start_key.ok()?, end_key.ok()?, start_filter.ok()?);
-        if !same_key_type(&start_key.ty, &end_key.ty) {
-            self.span_key_mismatch(ends, &start_key, &end_key);
-            return None;
+        let end_key = end_key.ok()?;
+        let mut keyed = Vec::new();
+        for (key, filter) in checked {
+            keyed.push((key.ok()?, filter.ok()?));
+        }
+        for ((key, _), written) in keyed.iter().zip(&ends.starts) {
+            if !same_key_type(&key.ty, &end_key.ty) {
+                self.span_key_mismatch(ends, written, key, &end_key);
+                return None;
+            }
         }
         let mut params = end_params.clone();
-        params.extend(start_params.iter().cloned());
+        for start in &starts {
+            params.extend(start.params.iter().cloned());
+        }
         let target = Target {
             func: end_sig.name.clone(),
             slots: params.iter().map(|p| p.slot).collect(),
@@ -100,11 +92,13 @@ impl Checker<'_> {
             ret: None,
             offset: None,
         };
-        let point = |p: &ast::SpanPoint, usdt: Option<UsdtPoint>| SpanPoint {
-            name: p.name.name.clone(),
-            tracepoint: p.tracepoint,
-            usdt,
-        };
+        let entry_values = std::mem::take(&mut self.entry_values);
+        let starts = self.span_start_points(
+            keyed,
+            &ends.starts,
+            (&start_sigs, start_usdts),
+            &entry_values,
+        );
         Some(Session {
             index,
             at: s.span.clone(),
@@ -117,25 +111,97 @@ impl Checker<'_> {
             return_filter,
             event,
             aggregations,
-            entry_values: std::mem::take(&mut self.entry_values),
+            entry_values,
             targets: vec![target],
             several: false,
             skipped: Vec::new(),
             user: None,
             span: Some(SpanPoints {
-                start: point(&ends.start, start_usdt),
-                end: point(&ends.end, end_usdt),
-                start_key,
+                starts,
+                end: point(&ends.end, &end_sig, end_usdt),
                 end_key,
-                start_filter,
             }),
             on: None,
             profile: None,
         })
     }
 
-    /// START's and END's keys are of different types: the error.
-    fn span_key_mismatch(&mut self, ends: &ast::SpanEnds, start_key: &Expr, end_key: &Expr) {
+    /// Each START: its key and its `where`, in its own names, all known at that point.
+    /// Its parameters follow END's (`first` of them) and the earlier STARTs' in the
+    /// session's.
+    #[allow(clippy::type_complexity)]
+    fn span_starts(
+        &mut self,
+        sigs: &[FuncSig],
+        written: &[ast::SpanPoint],
+        first: usize,
+    ) -> (Vec<Start>, Vec<(Checked<Expr>, Checked<Option<Expr>>)>) {
+        let mut starts = Vec::new();
+        let mut checked = Vec::new();
+        let mut offset = first;
+        for (sig, written) in sigs.iter().zip(written) {
+            let (params, _) = self.params_of(sig);
+            let scope = Scope {
+                func: sig,
+                params: &params,
+                funcs: std::slice::from_ref(sig),
+                per_func: std::slice::from_ref(&params),
+                several: false,
+                func_cap: sig.name.len() as u32 + 1,
+            };
+            let key = self.span_key(&scope, &written.key, offset);
+            let filter = match &written.predicate {
+                Some(p) => self
+                    .condition(&scope, p)
+                    .and_then(|c| self.at_start(c, p, offset))
+                    .map(Some),
+                None => Ok(None),
+            };
+            checked.push((key, filter));
+            starts.push(Start {
+                func: sig.clone(),
+                params: params.clone(),
+                offset,
+            });
+            offset += params.len();
+        }
+        (starts, checked)
+    }
+
+    /// The checked STARTs, each with what it saves: the first START's values are
+    /// `entry_values`, the others' those computed in their names.
+    fn span_start_points(
+        &mut self,
+        keyed: Vec<(Expr, Option<Expr>)>,
+        written: &[ast::SpanPoint],
+        (sigs, usdts): (&[FuncSig], Vec<Option<UsdtPoint>>),
+        entry_values: &[Expr],
+    ) -> Vec<SpanStart> {
+        let at_others = std::mem::take(&mut self.entry_at_others);
+        keyed
+            .into_iter()
+            .zip(written.iter().zip(sigs).zip(usdts))
+            .enumerate()
+            .map(|(k, ((key, filter), ((written, sig), usdt)))| SpanStart {
+                point: point(written, sig, usdt),
+                key,
+                filter,
+                values: match k {
+                    0 => entry_values.to_vec(),
+                    _ => at_others.iter().map(|o| o[k - 1].clone()).collect(),
+                },
+            })
+            .collect()
+    }
+
+    /// A START's key and END's are of different types: the error.
+    fn span_key_mismatch(
+        &mut self,
+        ends: &ast::SpanEnds,
+        start: &ast::SpanPoint,
+        start_key: &Expr,
+        end_key: &Expr,
+    ) {
         let d = Diagnostic::new(
             ends.end.key.span.clone(),
             DiagKind::SpanKeyMismatch {
@@ -144,8 +210,8 @@ impl Checker<'_> {
             },
         )
         .hint(format!(
-            "START's key is `{}`: pick keys of one type at both points (a pid, a pointer to the same struct)",
-            self.source.get(ends.start.key.span.clone()).unwrap_or("?")
+            "START's key is `{}`: pick keys of one type at every point (a pid, a pointer to the same struct)",
+            self.source.get(start.key.span.clone()).unwrap_or("?")
         ));
         self.error_with(d);
     }
@@ -217,31 +283,48 @@ impl Checker<'_> {
         Ok(e)
     }
 
-    /// `start.NAME` in END: NAME evaluated at START and carried with the start time.
+    /// `start.NAME` in END: NAME evaluated at START and carried with the start time; in a
+    /// span of several STARTs, at each of them, of one type.
     /// `None` when the checker is not in a span's END (then `start` is an ordinary name).
     pub(super) fn start_value(&mut self, field: &ast::Ident) -> Option<Checked<Expr>> {
-        let start = self.span_start.take()?;
-        let scope = Scope {
-            func: &start.func,
-            params: &start.params,
-            funcs: std::slice::from_ref(&start.func),
-            per_func: std::slice::from_ref(&start.params),
-            several: false,
-            func_cap: start.func.name.len() as u32 + 1,
-        };
+        let starts = self.span_start.take()?;
         let written = ast::Expr {
             kind: ast::ExprKind::Name(field.name.clone()),
             span: field.span.clone(),
         };
-        let value = self
-            .expr(&scope, &written)
-            .and_then(|v| self.at_start(v, &written, start.offset))
-            .and_then(|v| self.saved_at_start(v, &written));
-        self.span_start = Some(start);
+        let mut values = Vec::new();
+        for start in &starts {
+            let scope = Scope {
+                func: &start.func,
+                params: &start.params,
+                funcs: std::slice::from_ref(&start.func),
+                per_func: std::slice::from_ref(&start.params),
+                several: false,
+                func_cap: start.func.name.len() as u32 + 1,
+            };
+            let value = self
+                .expr(&scope, &written)
+                .and_then(|v| self.at_start(v, &written, start.offset));
+            match value {
+                Ok(v) => values.push(v),
+                Err(e) => {
+                    self.span_start = Some(starts);
+                    return Some(Err(e));
+                }
+            }
+        }
+        let value = self.saved_at_start(values, &written, &starts);
+        self.span_start = Some(starts);
         Some(value)
     }
 
-    fn saved_at_start(&mut self, v: Expr, written: &ast::Expr) -> Checked<Expr> {
+    fn saved_at_start(
+        &mut self,
+        mut values: Vec<Expr>,
+        written: &ast::Expr,
+        starts: &[Start],
+    ) -> Checked<Expr> {
+        let v = values.remove(0);
         if !savable(&v.ty) {
             return Err(self.error(
                 written.span.clone(),
@@ -250,7 +333,16 @@ impl Checker<'_> {
                 },
             ));
         }
-        self.save_entry_value(v, written.span.clone())
+        if let Some((k, other)) = values.iter().enumerate().find(|(_, o)| o.ty != v.ty) {
+            return Err(self.error(
+                written.span.clone(),
+                DiagKind::SpanStartsDiffer {
+                    first: format!("{} at `{}`", v.ty.describe(), starts[0].func.name),
+                    other: format!("{} at `{}`", other.ty.describe(), starts[k + 1].func.name),
+                },
+            ));
+        }
+        self.save_at_starts(v, values, written.span.clone())
     }
 
     /// `entry()` in a span: its values are START's, written `start.NAME`.
@@ -270,6 +362,27 @@ fn same_key_type(a: &Ty, b: &Ty) -> bool {
     }
 }
 
+/// A point as the checked program names it, with its prototype's arguments.
+fn point(p: &ast::SpanPoint, sig: &FuncSig, usdt: Option<UsdtPoint>) -> SpanPoint {
+    SpanPoint {
+        name: p.name.name.clone(),
+        tracepoint: p.tracepoint,
+        args: sig.params.len(),
+        usdt,
+    }
+}
+
+/// Whether a span's key is the thread (`pid`): START and END then meet on one thread.
+fn by_thread(k: &Checked<Expr>) -> bool {
+    matches!(
+        k,
+        Ok(Expr {
+            kind: ExprKind::Builtin(b),
+            ..
+        }) if *b == super::builtins::PID
+    )
+}
+
 fn uses_stack(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Builtin(b) if matches!(b.c, super::builtins::C::Stack(_))
         || matches!(b.ty, super::builtins::BuiltinTy::WaitStack(_)))
@@ -284,15 +397,4 @@ fn shift_params(e: &mut Expr, offset: usize) {
     for c in e.children_mut() {
         shift_params(c, offset);
     }
-}
-
-/// Whether a span's key is the thread (`pid`): START and END then meet on one thread.
-fn by_thread(k: &Checked<Expr>) -> bool {
-    matches!(
-        k,
-        Ok(Expr {
-            kind: ExprKind::Builtin(b),
-            ..
-        }) if *b == super::builtins::PID
-    )
 }

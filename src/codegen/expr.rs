@@ -369,7 +369,11 @@ impl<'p> Phase<'p> {
     /// `words` (an lvalue array, `fslat_ev` or a map value's), at entry.
     pub fn save(&mut self, i: usize, words: &str) -> String {
         let session = self.session;
-        let v = &session.entry_values[i];
+        self.save_value(i, &session.entry_values[i], words)
+    }
+
+    /// `save` of `v`, the value of `entry_values[i]` as a span's START computes it.
+    pub fn save_value(&mut self, i: usize, v: &Expr, words: &str) -> String {
         let at = self.saved_at(i);
         match v.ty {
             Ty::Str { cap } => {
@@ -557,6 +561,17 @@ impl<'p> Phase<'p> {
         }
     }
 
+    /// `read`, a string read that returns 1 when it failed, as a statement that counts
+    /// the failure in the session's `str_unread`.
+    fn counted(&self, read: String) -> String {
+        let count = counters::STR_UNREAD.c_increment("fslat_u");
+        format!(
+            "if ({read}) {{ __u32 fslat_uk = {}; struct fslat_counters *fslat_u = bpf_map_lookup_elem(&{}, &fslat_uk); if (fslat_u) {count} }}",
+            self.session.index,
+            resources::COUNTERS_MAP
+        )
+    }
+
     fn fill_string_unordered(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
         match &e.kind {
             ExprKind::Builtin(b) if *b == builtins::COMM => {
@@ -595,7 +610,7 @@ impl<'p> Phase<'p> {
             }
             ExprKind::Deref(ptr) => {
                 let p = self.expr(ptr);
-                format!("fslat_read_str({dst}, {cap}, (const void *){p});")
+                self.counted(format!("fslat_read_str({dst}, {cap}, (const void *){p})"))
             }
             ExprKind::Path(file) => {
                 let f = self.expr(file);
@@ -607,7 +622,9 @@ impl<'p> Phase<'p> {
                     Some(l) => format!("(__u64)({})", self.expr(l)),
                     None => cap.to_string(),
                 };
-                format!("fslat_read_strn({dst}, {cap}, (const void *){p}, {n}, {user});")
+                self.counted(format!(
+                    "fslat_read_strn({dst}, {cap}, (const void *){p}, {n}, {user})"
+                ))
             }
             ExprKind::Read {
                 base,
@@ -617,12 +634,12 @@ impl<'p> Phase<'p> {
             } => {
                 let addr = self.user_address(base, hops);
                 match string {
-                    Some(StringSource::Array) => {
-                        format!("fslat_read_strn({dst}, {cap}, (const void *){addr}, {cap}, true);")
-                    }
-                    _ => format!(
-                        "fslat_read_strn({dst}, {cap}, (const void *)fslat_user_ptr({addr}), {cap}, true);"
-                    ),
+                    Some(StringSource::Array) => self.counted(format!(
+                        "fslat_read_strn({dst}, {cap}, (const void *){addr}, {cap}, true)"
+                    )),
+                    _ => self.counted(format!(
+                        "fslat_read_strn({dst}, {cap}, (const void *)fslat_user_ptr({addr}), {cap}, true)"
+                    )),
                 }
             }
             ExprKind::Read {
@@ -638,10 +655,10 @@ impl<'p> Phase<'p> {
                     Some(StringSource::Array) => {
                         format!("BPF_CORE_READ_STR_INTO(&{dst}, {base}, {});", groups(path))
                     }
-                    _ => format!(
-                        "fslat_read_str({dst}, {cap}, (const void *)BPF_CORE_READ({base}, {}));",
+                    _ => self.counted(format!(
+                        "fslat_read_str({dst}, {cap}, (const void *)BPF_CORE_READ({base}, {}))",
                         groups(path)
-                    ),
+                    )),
                 }
             }
             _ => unreachable!("only these expressions have string type"),

@@ -320,19 +320,28 @@ struct SessionData {
 
 #[derive(Serialize)]
 struct SpanData {
-    start_section: String,
+    starts: Vec<StartData>,
     end_section: String,
-    start_lines: Vec<String>,
-    start_filter: Option<String>,
-    start_key: String,
-    /// What START saves for `start.NAME`, in order.
-    start_values: Vec<String>,
     values: usize,
     end_lines: Vec<String>,
     end_key: String,
     /// Keyed by pid at both ends: the map of each thread's depth (`SpanPoints::nests`).
     depth_map: Option<String>,
     depth: u32,
+}
+
+/// One START's program.
+#[derive(Serialize)]
+struct StartData {
+    prog: String,
+    section: String,
+    lines: Vec<String>,
+    filter: Option<String>,
+    key: String,
+    /// What it saves for `start.NAME`, in order.
+    values: Vec<String>,
+    /// The start time is read before the lines (for what they save on its clock).
+    time_early: bool,
 }
 
 /// How a session's programs are declared and attached, by mode.
@@ -998,8 +1007,8 @@ fn saves(phase: &mut Phase, s: &Session, words: &str) -> Vec<String> {
     out
 }
 
-/// A span: END's program is fentry mode's exit with END's filter first; START's program
-/// is built here, in its own phase (its names are START's).
+/// A span: END's program is fentry mode's exit with END's filter first; each START's
+/// program is built here, in its own phase (its names are that START's).
 fn span_data(s: &Session) -> SessionData {
     let points = s.span.as_ref().expect("span_data is called for spans");
     let target = &s.targets[0];
@@ -1009,34 +1018,48 @@ fn span_data(s: &Session) -> SessionData {
         reject,
         used: 0,
     };
-    let mut start = Phase::new(s, target, false, false, false, scratch(""))
-        .at_usdt(points.start.usdt.is_some());
-    let start_filter = points.start_filter.as_ref().map(|f| start.expr(f));
-    let start_key = start.expr(&points.start_key);
-    if s.uses_sched() {
-        // The scheduler's totals saved below are read at the start time: read it first.
-        start.entry_time();
+    let mut starts = Vec::new();
+    let mut scratch_used = 0;
+    let mut scratch_over = None;
+    for (k, point) in points.starts.iter().enumerate() {
+        let mut start = Phase::new(s, target, false, false, false, scratch(""))
+            .at_usdt(point.point.usdt.is_some());
+        let filter = point.filter.as_ref().map(|f| start.expr(f));
+        let key = start.expr(&point.key);
+        if s.uses_sched() {
+            // The scheduler's totals saved below are read at the start time: read it first.
+            start.entry_time();
+        }
+        let lines = start.take_lines();
+        let mut values = Vec::new();
+        for (i, v) in point.values.iter().enumerate() {
+            let save = start.save_value(i, v, "fslat_v.ev");
+            values.extend(start.take_lines());
+            values.push(save);
+        }
+        scratch_used = scratch_used.max(start.scratch_used());
+        scratch_over = scratch_over.or(over_scratch([("at START", &start)]));
+        starts.push(StartData {
+            prog: s.span_start_prog(k),
+            section: point.point.section(),
+            lines,
+            filter,
+            key,
+            values,
+            time_early: start.uses_start(),
+        });
     }
-    let start_lines = start.take_lines();
-    let start_values = saves(&mut start, s, "fslat_v.ev");
     let mut end = Phase::new(s, target, false, false, false, scratch(""));
     let end_key = end.expr(&points.end_key);
-    data.entry_time_early = start.uses_start();
-    data.scratch = data
-        .scratch
-        .max(start.scratch_used())
-        .max(end.scratch_used());
+    data.scratch = data.scratch.max(scratch_used).max(end.scratch_used());
     data.scratch_over = data
         .scratch_over
-        .or(over_scratch([("at START", &start), ("at END", &end)]));
+        .or(scratch_over)
+        .or(over_scratch([("at END", &end)]));
     data.span = Some(SpanData {
-        start_section: points.start.section(),
+        starts,
         end_section: points.end.section(),
-        start_lines,
-        start_filter,
-        start_key,
         values: s.entry_layout().1,
-        start_values,
         end_lines: end.take_lines(),
         end_key,
         depth_map: points.nests().then(|| s.span_depth_map()),

@@ -332,6 +332,11 @@ pub enum DiagKind {
     SpanStartValue {
         ty: String,
     },
+    /// `start.NAME` of one type at a span's first START and another at a later one.
+    SpanStartsDiffer {
+        first: String,
+        other: String,
+    },
     EntryInSpan,
     RetInSpan,
     /// A name only a call's return has (`latency`, `ret`, `oncpu`...) at an `on` point.
@@ -469,6 +474,7 @@ impl DiagKind {
             SpanStartValue { .. } => "F0805",
             EntryInSpan => "F0806",
             RetInSpan => "F0807",
+            SpanStartsDiffer { .. } => "F0809",
             PrintfNoFormat => "F1101",
             FormatUnknown { .. } => "F1102",
             FormatTrailingPercent => "F1103",
@@ -538,6 +544,9 @@ impl DiagKind {
             }
             SpanStartValue { ty } => format!(
                 "`start.NAME` carries integers, booleans, durations, pointers and strings, not {ty}"
+            ),
+            SpanStartsDiffer { first, other } => format!(
+                "`start.NAME` must be one type at every START of the span: {first}, {other}"
             ),
             EntryInSpan => "`entry()` is for sessions; in a span, write `start.NAME`".into(),
             RetInSpan => "a span's points are a function's entry or a tracepoint: there is no `ret`".into(),

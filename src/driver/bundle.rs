@@ -394,26 +394,43 @@ fn absent_functions(
     Ok(absent)
 }
 
-/// Every function the bundle's one-function sessions attach to, and both ends of its
-/// spans, are in the running kernel.
+/// Every function the bundle's one-function sessions attach to, and every point of its
+/// spans, are in the running kernel; its tracepoints have the arguments they had at build.
 fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Error> {
     for s in program.sessions.iter().filter(|s| !s.several) {
         // A span's target is its END, which may be a tracepoint.
-        let names: Vec<(&str, bool)> = match (&s.span, &s.on) {
-            (Some(span), _) => vec![
-                (&span.start.name, span.start.tracepoint),
-                (&span.end.name, span.end.tracepoint),
-            ],
-            (_, Some(on)) => vec![(&on.name, on.tracepoint)],
+        let names: Vec<(&str, bool, usize)> = match (&s.span, &s.on) {
+            (Some(span), _) => span
+                .starts
+                .iter()
+                .map(|p| &p.point)
+                .chain([&span.end])
+                .map(|p| (p.name.as_str(), p.tracepoint, p.args))
+                .collect(),
+            (_, Some(on)) => vec![(&on.name, on.tracepoint, on.args)],
             // A profile samples the CPUs: no function.
             _ if s.profile.is_some() => Vec::new(),
-            _ => s.targets.iter().map(|t| (t.func.as_str(), false)).collect(),
+            _ => s
+                .targets
+                .iter()
+                .map(|t| (t.func.as_str(), false, 0))
+                .collect(),
         };
-        for (name, tracepoint) in names {
+        for (name, tracepoint, built) in names {
             let found = match tracepoint {
-                true => kernel.tracepoint(name).is_some(),
-                false => kernel.function(name).is_some(),
+                true => kernel.tracepoint(name).map(|sig| sig.params.len()),
+                false => kernel.function(name).map(|_| built),
             };
+            if let Some(here) = found.filter(|&here| here != built) {
+                return Err(Error::BundleTracepointArgs {
+                    session: s.label.clone(),
+                    name: format!("tp:{name}"),
+                    built,
+                    here,
+                    kernel: kernel.describe(),
+                });
+            }
+            let found = found.is_some();
             if !found {
                 return Err(Error::BundleMissingFunction {
                     session: s.label.clone(),

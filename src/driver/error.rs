@@ -137,6 +137,16 @@ pub enum Error {
         func: String,
         kernel: String,
     },
+    #[error(
+        "session {session}: tracepoint {name} has {here} arguments in {kernel}, {built} where the bundle was built; its arguments are read by their place: run the script itself on this kernel (fslat SCRIPT.fsl), or build the bundle on a kernel like this one"
+    )]
+    BundleTracepointArgs {
+        session: String,
+        name: String,
+        built: usize,
+        here: usize,
+        kernel: String,
+    },
 }
 
 impl From<BuildError> for Error {

@@ -320,6 +320,7 @@ pub fn label_value(v: &Value) -> String {
         Value::Ptr(p) => format!("0x{p:x}"),
         Value::Formatted(n, radix) => radix.format(*n),
         Value::Str(s) => String::from_utf8_lossy(s).into_owned(),
+        Value::Unread => crate::output::UNREAD.into(),
         Value::Stack(s) => crate::output::stack_text(s),
     }
 }

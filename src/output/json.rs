@@ -39,6 +39,7 @@ pub(super) fn json_value(v: &Value) -> Json {
         Value::Ptr(p) => json!(format!("0x{p:x}")),
         Value::Formatted(n, radix) => json!(radix.format(*n)),
         Value::Str(s) => json!(String::from_utf8_lossy(s)),
+        Value::Unread => Json::Null,
         Value::Stack(s) => super::stacks::stack_json(s),
     }
 }

@@ -14,7 +14,7 @@ mod text;
 pub use folded::{FoldedWriter, stack_counts};
 pub use json::JsonWriter;
 pub use stacks::stack_text;
-pub use text::TextWriter;
+pub use text::{TextWriter, UNREAD};
 
 use crate::aggregate::{AggValue, Linear};
 use crate::check::counters::{self, Counter, Shown};
@@ -34,6 +34,9 @@ pub enum Value<'a> {
     /// Nanoseconds.
     Duration(u64),
     Str(Cow<'a, [u8]>),
+    /// A string the BPF program could not read (a user page not in memory, a bad
+    /// address): text `<unread>`, JSON `null`.
+    Unread,
     Ptr(u64),
     /// `hex(x)`, `oct(x)`.
     Formatted(u64, Radix),
@@ -45,6 +48,7 @@ impl Value<'_> {
     pub fn into_owned(self) -> Value<'static> {
         match self {
             Value::Str(s) => Value::Str(Cow::Owned(s.into_owned())),
+            Value::Unread => Value::Unread,
             Value::Unsigned(n) => Value::Unsigned(n),
             Value::Signed(n) => Value::Signed(n),
             Value::Bool(b) => Value::Bool(b),
@@ -276,6 +280,8 @@ pub fn read_value(bytes: &[u8], kind: FieldKind) -> Value<'_> {
         FieldKind::CgroupName(view) => Value::Str(Cow::Owned(
             crate::cgroups::name(view, unsigned()).into_bytes(),
         )),
+        // bpf-runtime/fslat_str.bpf.h's mark of a failed read: "" then 0xff.
+        FieldKind::Str { .. } if bytes.starts_with(&[0, 0xff]) => Value::Unread,
         FieldKind::Str { .. } => {
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
             Value::Str(Cow::Borrowed(&bytes[..end]))

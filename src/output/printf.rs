@@ -131,7 +131,7 @@ fn integer(v: &Value) -> i128 {
         }
         Value::Signed(n) => i128::from(*n),
         Value::Bool(b) => i128::from(*b),
-        Value::Str(_) | Value::Stack(_) => 0,
+        Value::Str(_) | Value::Unread | Value::Stack(_) => 0,
     }
 }
 

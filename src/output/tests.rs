@@ -64,6 +64,39 @@ fn json_event_has_ns_durations_and_escaped_strings() {
 }
 
 #[test]
+fn a_string_the_program_could_not_read_is_unread_not_empty() {
+    let p = program("session vfs_read { emit comm }");
+    let schema = p.sessions[0].event.as_ref().expect("emits");
+    let at = schema.fields[0].offset as usize;
+    let decoder = Decoder::new(&p);
+    let line = |rec: &[u8], json: bool| {
+        let mut out = Vec::new();
+        let schema = decoder.decode(rec).expect("decodes");
+        if json {
+            JsonWriter::new(&mut out)
+                .event(schema, rec)
+                .expect("writes");
+        } else {
+            TextWriter::new(&mut out)
+                .event(schema, rec)
+                .expect("writes");
+        }
+        String::from_utf8(out).expect("utf-8")
+    };
+    // bpf-runtime/fslat_str.bpf.h: a failed read is "" then 0xff; an empty string, "" then 0.
+    let mut rec = vec![0u8; schema.size as usize];
+    rec[at + 1] = 0xff;
+    assert_eq!(line(&rec, false), "EVENT vfs_read comm=<unread>\n");
+    let v: serde_json::Value = serde_json::from_str(&line(&rec, true)).expect("JSON");
+    assert_eq!(v["fields"]["comm"], serde_json::Value::Null);
+    rec[at + 1] = 0;
+    assert_eq!(line(&rec, false), "EVENT vfs_read comm=\"\"\n");
+    let mut out = Vec::new();
+    text::write_value(&mut out, &Value::Str((&b"<unread>"[..]).into())).expect("writes");
+    assert_eq!(out, b"\"<unread>\"");
+}
+
+#[test]
 fn text_strings_are_quoted_when_they_need_it() {
     let cases: &[(&[u8], &str)] = &[
         (b"python3", "python3"),

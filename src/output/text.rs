@@ -22,6 +22,9 @@ impl<W: Write> TextWriter<W> {
     }
 }
 
+/// How text shows a string that could not be read.
+pub const UNREAD: &str = "<unread>";
+
 /// A value as text. Durations are whole microseconds (`50160us`), or nanoseconds below
 /// one microsecond (`850ns`); strings are bare when
 /// they are made of letters, digits and `._-/:@+,`, quoted with C escapes otherwise.
@@ -55,6 +58,8 @@ pub fn write_value(out: &mut impl Write, v: &Value) -> io::Result<()> {
         Value::Ptr(p) => write!(out, "0x{p:x}"),
         Value::Formatted(n, radix) => out.write_all(radix.format(*n).as_bytes()),
         Value::Str(s) => write_string(out, s),
+        // Never a string's text: that would be quoted (`"<unread>"`).
+        Value::Unread => out.write_all(UNREAD.as_bytes()),
         Value::Stack(s) => super::stacks::write_stack(out, s),
     }
 }

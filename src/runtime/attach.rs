@@ -57,7 +57,7 @@ pub(super) fn attach(
             }
             if let Some((s, point)) = found.and_then(|p| {
                 let s = program.sessions.get(p.session)?;
-                Some((s, user::usdt_point(s, p.role)?))
+                Some((s, user::usdt_point(s, p.role, &name)?))
             }) {
                 links.push(user::attach_usdt(&prog, s, point, settings.target_tgid)?);
                 continue;

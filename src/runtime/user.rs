@@ -57,12 +57,15 @@ pub fn attach(
     }
 }
 
-/// The USDT probe program `role` of session `s` is at, if it is one: an `on` point's
-/// program, a span's START (`Entry`) or END (`Exit`).
-pub fn usdt_point(s: &Session, role: ProgRole) -> Option<&UsdtPoint> {
+/// The USDT probe program `name` (of `role`) of session `s` is at, if it is one: an `on`
+/// point's program, one of a span's STARTs (`Entry`, told apart by name) or its END (`Exit`).
+pub fn usdt_point<'a>(s: &'a Session, role: ProgRole, name: &str) -> Option<&'a UsdtPoint> {
     let point = match (&s.on, &s.span) {
         (Some(on), _) => on,
-        (None, Some(span)) if role == ProgRole::Entry => &span.start,
+        (None, Some(span)) if role == ProgRole::Entry => {
+            let mut starts = span.starts.iter().enumerate();
+            &starts.find(|(k, _)| s.span_start_prog(*k) == name)?.1.point
+        }
         (None, Some(span)) => &span.end,
         _ => return None,
     };

@@ -66,10 +66,11 @@ pub struct Usdt {
     pub provider: Option<Ident>,
 }
 
-/// The two points of a span (`span START(KEY) [where C1] -> END(KEY) [where C2]`).
+/// The points of a span (`span START(KEY) [where C1], ... -> END(KEY) [where C2]`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpanEnds {
-    pub start: SpanPoint,
+    /// One or more starts, in the order written.
+    pub starts: Vec<SpanPoint>,
     pub end: SpanPoint,
 }
 

@@ -149,9 +149,8 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
             _ => {}
         }
     }
-    let mut points = points.into_iter();
-    let (Some(start), Some(end)) = (points.next(), points.next()) else {
-        unreachable!("the grammar gives a span two points")
+    let Some(end) = points.pop() else {
+        unreachable!("the grammar gives a span an end")
     };
     Session {
         func: end.name.clone(),
@@ -160,7 +159,10 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         predicate: end.predicate.clone(),
         actions,
         span: whole,
-        ends: Some(SpanEnds { start, end }),
+        ends: Some(SpanEnds {
+            starts: points,
+            end,
+        }),
         on: None,
         profile: None,
     }

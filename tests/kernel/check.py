@@ -27,6 +27,15 @@
     check.py row-sum PATTERN N|LO..HI   text output: the counts of the aggregation rows
                                         whose keys match PATTERN add up to N (or LO..HI)
 
+    check.py switch-ins FILE            text output of `count() by next->pid as pid`
+                                        (named `ins`): for each `PID SWITCH_INS
+                                        RUN_DELAY_NS` line of FILE (the kernel's
+                                        schedstat), the count is SWITCH_INS exactly. The
+                                        sums of `waited` (`sum(latency)`, same key) are
+                                        printed next to RUN_DELAY_NS, not compared: the
+                                        kernel stamps both ends of a wait elsewhere, with
+                                        its run-queue clock (seen: 74% to 111% under load)
+
     check.py shares MIN PTS RE:PCT...   text output: of the aggregation rows whose keys
                                         match one of the REs, those of each RE make PCT
                                         percent of their counts, within PTS points, over
@@ -316,6 +325,35 @@ def span_ledger():
         fail(f"the hist counts {hist}, completed is {n['completed']}")
 
 
+def switch_ins(path):
+    text = sys.stdin.read()
+    ns = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+    def rows(name):
+        lines = text.split("\n")
+        at = [i for i, line in enumerate(lines) if line.startswith(f"{name}: ")]
+        if not at:
+            fail(f"no aggregation {name!r} in the output")
+        got = {}
+        for line in lines[at[0] + 1 :]:
+            m = re.fullmatch(r"  pid=(\d+) ([\d.]+)(ns|us|ms|s)?", line)
+            if not m:
+                break
+            got[int(m.group(1))] = float(m.group(2)) * ns[m.group(3) or "ns"]
+        return got
+
+    ins, waited = rows("ins"), rows("waited")
+    lines = open(path).read().split()
+    if not lines:
+        fail(f"{path} is empty")
+    for pid, want_ins, want_ns in zip(lines[0::3], lines[1::3], lines[2::3]):
+        pid, want_ins, want_ns = int(pid), int(want_ins), int(want_ns)
+        got_ins, got_ns = ins.get(pid, 0), waited.get(pid, 0)
+        print(f"pid {pid}: {got_ins:.0f} switch-ins (kernel {want_ins}), waited {got_ns / 1e6:.2f} ms (kernel {want_ns / 1e6:.2f} ms)")
+        if got_ins != want_ins:
+            fail(f"pid {pid}: {got_ins:.0f} spans completed, the kernel switched it in {want_ins} times")
+
+
 def span_intervals(min_busy):
     """A span under `-i -f json`: the intervals' counts, histograms and percentiles each
     add up to the summary's `completed`, as do the emitted events."""
@@ -465,6 +503,9 @@ def main():
         return
     if what == "sched":
         sched(int(sys.argv[2]), sys.argv[3:])
+        return
+    if what == "switch-ins":
+        switch_ins(sys.argv[2])
         return
     if what == "span-ledger":
         span_ledger()

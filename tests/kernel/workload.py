@@ -182,6 +182,39 @@ def wakes(n, delay_ms):
     assert status == 0
 
 
+def hogs(n, spin_ms, rounds, out):
+    """n children named fslat-hog on CPU 0, each `rounds` times: spin spin_ms on the CPU,
+    then sleep 2 ms. They wait their turn behind one another (switched out while still
+    runnable) and after each sleep (woken). Once each has exited, before it is reaped,
+    this process writes to `out` a line `PID SWITCH_INS RUN_DELAY_NS` from the kernel's
+    own count of its switches onto a CPU and its total wait on the run queue
+    (/proc/PID/schedstat, kept while the child is a zombie)."""
+    pids = []
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            with open("/proc/self/comm", "w") as f:
+                f.write("fslat-hog")
+            os.sched_setaffinity(0, {0})
+            for _ in range(rounds):
+                stop = time.monotonic() + spin_ms / 1000
+                while time.monotonic() < stop:
+                    pass
+                time.sleep(0.002)
+            os._exit(0)
+        pids.append(pid)
+    lines = []
+    for pid in pids:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        with open(f"/proc/{pid}/schedstat") as f:
+            _, run_delay, switch_ins = f.read().split()
+        lines.append(f"{pid} {switch_ins} {run_delay}\n")
+        _, status = os.waitpid(pid, 0)
+        assert status == 0
+    with open(out, "w") as f:
+        f.writelines(lines)
+
+
 def tcp_sends(port, sends, gap_ms):
     """A loopback TCP connection to `port`, all in this thread: connect, `sends` one-byte
     sends (TCP_NODELAY, each read by the server before the next, gap_ms apart), close.
@@ -418,6 +451,11 @@ def main():
     s = sub.add_parser("wakes", help="a child named fslat-wakee woken N times, MS apart")
     s.add_argument("n", type=int)
     s.add_argument("ms", type=int)
+    s = sub.add_parser("hogs", help="N children fslat-hog on CPU 0, ROUNDS of SPIN_MS on the CPU and a 2 ms sleep; the kernel's counts into OUT")
+    s.add_argument("n", type=int)
+    s.add_argument("spin_ms", type=int)
+    s.add_argument("rounds", type=int)
+    s.add_argument("out")
     s = sub.add_parser("bursts", help="N bursts of READS one-byte reads, PAUSE_MS apart")
     s.add_argument("n", type=int)
     s.add_argument("reads", type=int)
@@ -512,6 +550,8 @@ def main():
         reads_and_writes(a.reads, a.writes)
     elif a.what == "wakes":
         wakes(a.n, a.ms)
+    elif a.what == "hogs":
+        hogs(a.n, a.spin_ms, a.rounds, a.out)
     elif a.what == "bursts":
         for i in range(a.n):
             if i:

@@ -18,6 +18,8 @@
  *   ufunc layer SPIN NAP R [D]  R calls of layer(D) (D 2 when not given): each level
  *                         above 1 spins SPIN ms of CPU time, then calls the next;
  *                         layer(1) sleeps NAP ms (after one nap(0))
+ *   ufunc req N           N calls of handle(&r), r = { i, 100 + i, "alpha" }: the string
+ *                         on a page the program never touches (cold_name)
  *
  * With UFUNC_GO=FILE in its environment it first waits (polling, which calls none of
  * these functions nor nanosleep) until FILE exists: fslat can attach to it by pid.
@@ -47,6 +49,25 @@ NOINLINE long nap(long ms)
 	while (nanosleep(&ts, &ts))
 		;
 	return ms;
+}
+
+struct req {
+	int id;
+	long size;
+	const char *name;
+};
+
+/*
+ * "alpha" alone in a 64 KiB-aligned block of the executable that nothing reads: its page
+ * is never faulted into the process (the kernel maps in, around a fault, at most the
+ * 64 KiB-aligned block of pages around it), so a BPF program, which cannot fault a page
+ * in, cannot read it.
+ */
+static const char cold_name[65536] __attribute__((section(".rodata.cold"), aligned(65536))) = "alpha";
+
+NOINLINE long handle(struct req *r)
+{
+	return r->id + r->size;
 }
 
 NOINLINE long add(long a, long b)
@@ -214,6 +235,11 @@ int main(int argc, char **argv)
 			sum += slow_op(i);
 		for (long i = 0; i < b; i++)
 			sum += fast_op(i);
+	} else if (!strcmp(cmd, "req")) {
+		for (long i = 0; i < a; i++) {
+			struct req r = { (int)i, 100 + i, cold_name };
+			sum += handle(&r);
+		}
 	} else if (!strcmp(cmd, "wait")) {
 		char buf[64];
 		while (read(0, buf, sizeof buf) > 0)
