@@ -248,11 +248,17 @@ pub struct SpanStart {
 }
 
 impl SpanPoints {
-    /// Keyed by pid at both ends: the spans of one thread nest, as calls do (a stack per
-    /// thread: an END takes the latest START in flight), up to `SPAN_DEPTH` deep.
+    /// USDT probes at every START and at END, keyed by pid at all of them: the spans of
+    /// one thread nest, as calls do (a stack per thread: an END takes the latest START in
+    /// flight), up to `SPAN_DEPTH` deep. Other spans keep version 3's pairing (a START
+    /// for a key in flight replaces it, counted `restarted`), which LANGUAGE.md fixes.
     pub fn nests(&self) -> bool {
         let pid = |e: &Expr| matches!(e.kind, ExprKind::Builtin(b) if b == super::builtins::PID);
-        self.starts.iter().all(|s| pid(&s.key)) && pid(&self.end_key)
+        self.starts
+            .iter()
+            .all(|s| pid(&s.key) && s.point.usdt.is_some())
+            && pid(&self.end_key)
+            && self.end.usdt.is_some()
     }
 }
 
