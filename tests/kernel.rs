@@ -1227,11 +1227,12 @@ fn run_and_report(case: &Case, label: &str, dir: &Path, show: bool, t: &mut Tall
 
 /// The options of a case's fslat command that make a run, not a program: they are left
 /// out of the second clang's pass, with their values.
-const RUN_OPTIONS: [&str; 10] = [
+const RUN_OPTIONS: [&str; 11] = [
     "-c",
     "-d",
     "-i",
     "-o",
+    "--flamegraph",
     "--listen",
     "--otlp",
     "--otlp-ca",
