@@ -29,19 +29,12 @@ impl Checker<'_> {
             several: false,
             func_cap: sig.name.len() as u32 + 1,
         };
-        self.at_point = true;
-        let filter = s
-            .predicate
-            .as_ref()
-            .and_then(|p| self.condition(&scope, p).ok());
-        let (event, aggregations) = self.actions(&scope, index, &label, s, false);
-        self.at_point = false;
-        // Every name is known at the point; what the split leaves for "return" (a
-        // stack) runs in the same program, after the rest of the filter.
-        let (entry_filter, return_filter) = match filter {
-            Some(f) => phases::split(f),
-            None => (None, None),
-        };
+        let PointBody {
+            entry_filter,
+            return_filter,
+            event,
+            aggregations,
+        } = self.point_body(&scope, index, &label, s);
         let target = Target {
             func: sig.name.clone(),
             slots: params.iter().map(|p| p.slot).collect(),
@@ -77,6 +70,35 @@ impl Checker<'_> {
         })
     }
 
+    /// The `where` and the actions at a point with no return (an `on` point, a profile's
+    /// sample): every name is known there, and what the split leaves for "return" (a
+    /// stack) runs in the same program, after the rest of the filter.
+    pub(super) fn point_body(
+        &mut self,
+        scope: &Scope,
+        index: usize,
+        label: &str,
+        s: &ast::Session,
+    ) -> PointBody {
+        self.at_point = true;
+        let filter = s
+            .predicate
+            .as_ref()
+            .and_then(|p| self.condition(scope, p).ok());
+        let (event, aggregations) = self.actions(scope, index, label, s, false);
+        self.at_point = false;
+        let (entry_filter, return_filter) = match filter {
+            Some(f) => phases::split(f),
+            None => (None, None),
+        };
+        PointBody {
+            entry_filter,
+            return_filter,
+            event,
+            aggregations,
+        }
+    }
+
     /// A name of a call's return (`latency`, `oncpu`, ...) at an `on` point: refused.
     pub(super) fn at_point_only(&mut self, name: &str, span: ast::Span) -> super::Reported {
         let d = Diagnostic::new(span, DiagKind::AtPointOnly { name: name.into() }).hint(
@@ -84,4 +106,12 @@ impl Checker<'_> {
         );
         self.error_with(d)
     }
+}
+
+/// What `point_body` checked: a point's filter, split, and its actions.
+pub(super) struct PointBody {
+    pub entry_filter: Option<Expr>,
+    pub return_filter: Option<Expr>,
+    pub event: Option<EventSchema>,
+    pub aggregations: Vec<Aggregation>,
 }

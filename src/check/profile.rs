@@ -4,7 +4,7 @@
 //! stacks), none of a call's (`latency`, `ret`, ...).
 
 use super::program::*;
-use super::{Checker, Scope, phases};
+use super::{Checker, Scope};
 use crate::btf::FuncSig;
 use crate::diag::DiagKind;
 use crate::syntax::ast;
@@ -54,19 +54,12 @@ impl Checker<'_> {
             several: false,
             func_cap: sig.name.len() as u32 + 1,
         };
-        self.at_point = true;
-        let filter = s
-            .predicate
-            .as_ref()
-            .and_then(|p| self.condition(&scope, p).ok());
-        let (event, aggregations) = self.actions(&scope, index, &label, s, false);
-        self.at_point = false;
-        // As at an `on` point: what the split leaves for "return" (a stack) runs in the
-        // same program, after the rest of the filter.
-        let (entry_filter, return_filter) = match filter {
-            Some(f) => phases::split(f),
-            None => (None, None),
-        };
+        let super::on::PointBody {
+            entry_filter,
+            return_filter,
+            event,
+            aggregations,
+        } = self.point_body(&scope, index, &label, s);
         Some(Session {
             index,
             at: s.span.clone(),
