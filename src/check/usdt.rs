@@ -108,6 +108,16 @@ impl Checker<'_> {
         Some((sig, point))
     }
 
+    /// A USDT point's file that could not be found or read: recorded, `None`.
+    fn unreadable_file<T>(&mut self, file: &ast::Ident, why: String) -> Option<T> {
+        let kind = DiagKind::UserFile {
+            file: file.name.clone(),
+            why,
+        };
+        self.error(file.span.clone(), kind);
+        None
+    }
+
     /// The file of a USDT point and its probes: `None` (a diagnostic recorded) when it
     /// cannot be found or read, or has no SDT notes.
     fn usdt_file(&mut self, file: &ast::Ident) -> Option<(String, Vec<sdt::Probe>)> {
@@ -121,30 +131,12 @@ impl Checker<'_> {
                 self.error(file.span.clone(), DiagKind::NoMainExecutable);
                 return None;
             }
-            Err(e) => {
-                self.error(
-                    file.span.clone(),
-                    DiagKind::UserFile {
-                        file: file.name.clone(),
-                        why: e.to_string(),
-                    },
-                );
-                return None;
-            }
+            Err(e) => return self.unreadable_file(file, e.to_string()),
         };
         let shown = path.display().to_string();
         let probes = match sdt::probes(&path) {
             Ok(p) => p,
-            Err(e) => {
-                self.error(
-                    file.span.clone(),
-                    DiagKind::UserFile {
-                        file: file.name.clone(),
-                        why: e.to_string(),
-                    },
-                );
-                return None;
-            }
+            Err(e) => return self.unreadable_file(file, e.to_string()),
         };
         if probes.is_empty() {
             let d = Diagnostic::new(file.span.clone(), DiagKind::NoSdtNotes { file: shown })
