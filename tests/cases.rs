@@ -232,7 +232,7 @@ fn describe(program: &Program, mode: Mode, object: &[u8]) -> String {
         if !s.entry_values.is_empty() {
             let _ = writeln!(out, "  entry() values: {}", s.entry_values.len());
         }
-        if let Some(e) = &s.event {
+        for e in &s.events {
             let fields: Vec<String> = e
                 .fields
                 .iter()

@@ -176,6 +176,7 @@ impl Checker<'_> {
         let (offsets, size) = layout(&kinds, 4);
         Ok(EventSchema {
             id: index as u32,
+            item: index as u32,
             session: label.to_string(),
             fields: fields
                 .into_iter()

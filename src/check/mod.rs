@@ -135,6 +135,7 @@ pub fn check_with(
         return Err(cx.diags);
     }
     std::mem::take(&mut cx.agg_names).settle(&mut sessions);
+    number_events(&mut sessions);
     let structs = cx.ordered_structs();
     Ok(Program {
         sessions,
@@ -155,6 +156,18 @@ pub fn check_with(
         begin,
         end,
     })
+}
+
+/// Gives each session's second and later events an id after the last session's (its
+/// first keeps the session's index).
+fn number_events(sessions: &mut [Session]) {
+    let mut next = sessions.len() as u32;
+    for s in sessions {
+        for e in s.events.iter_mut().skip(1) {
+            e.id = next;
+            next += 1;
+        }
+    }
 }
 
 struct Checker<'k> {
@@ -218,7 +231,7 @@ struct Actions<'l> {
     index: usize,
     label: &'l str,
     has_ret: bool,
-    event: Option<EventSchema>,
+    events: Vec<EventSchema>,
     aggregations: Vec<Aggregation>,
 }
 
@@ -318,7 +331,7 @@ impl<'k> Checker<'k> {
             None => (None, None),
         };
 
-        let (event, aggregations) = self.actions(&scope, index, &label, s, ret.is_some());
+        let (events, aggregations) = self.actions(&scope, index, &label, s, ret.is_some());
         let targets = self.targets(&funcs, &ret_slots);
         Some(Session {
             index,
@@ -330,7 +343,7 @@ impl<'k> Checker<'k> {
             ret,
             entry_filter,
             return_filter,
-            event,
+            events,
             aggregations,
             entry_values: std::mem::take(&mut self.entry_values),
             targets,
@@ -351,7 +364,7 @@ impl<'k> Checker<'k> {
         label: &str,
         s: &ast::Session,
         has_ret: bool,
-    ) -> (Option<EventSchema>, Vec<Aggregation>) {
+    ) -> (Vec<EventSchema>, Vec<Aggregation>) {
         let default_actions = [ast::Action::Emit {
             items: Vec::new(),
             span: s.func.span.clone(),
@@ -361,12 +374,12 @@ impl<'k> Checker<'k> {
             index,
             label,
             has_ret,
-            event: None,
+            events: Vec::new(),
             aggregations: Vec::new(),
         };
         self.block(scope, actions, None, &mut out);
         self.lets.clear();
-        (out.event, out.aggregations)
+        (out.events, out.aggregations)
     }
 
     /// The actions of one block, under `guard` (the `if` conditions around it, as one
@@ -381,18 +394,12 @@ impl<'k> Checker<'k> {
         let lets = self.lets.len();
         for a in actions {
             match a {
-                ast::Action::Emit { items, span } => {
-                    if out.event.is_some() {
-                        self.error(span.clone(), DiagKind::TwoEmits);
-                        continue;
-                    }
-                    out.event = self
-                        .emit(scope, out.index, out.label, items, out.has_ret)
-                        .ok()
-                        .map(|e| EventSchema {
-                            guard: guard.cloned(),
-                            ..e
-                        });
+                ast::Action::Emit { items, .. } => {
+                    let event = self.emit(scope, out.index, out.label, items, out.has_ret);
+                    out.events.extend(event.ok().map(|e| EventSchema {
+                        guard: guard.cloned(),
+                        ..e
+                    }));
                 }
                 ast::Action::Aggregate(agg) => {
                     if let Ok(a) = self.aggregation(scope, out.label, agg) {
@@ -408,17 +415,11 @@ impl<'k> Checker<'k> {
                     }
                 }
                 ast::Action::Printf { args, span } => {
-                    if out.event.is_some() {
-                        self.error(span.clone(), DiagKind::TwoEmits);
-                        continue;
-                    }
-                    out.event = self
-                        .printf(scope, out.index, out.label, args, span)
-                        .ok()
-                        .map(|e| EventSchema {
-                            guard: guard.cloned(),
-                            ..e
-                        });
+                    let event = self.printf(scope, out.index, out.label, args, span);
+                    out.events.extend(event.ok().map(|e| EventSchema {
+                        guard: guard.cloned(),
+                        ..e
+                    }));
                 }
                 ast::Action::If {
                     cond,

@@ -32,7 +32,7 @@ impl Checker<'_> {
         let PointBody {
             entry_filter,
             return_filter,
-            event,
+            events,
             aggregations,
         } = self.point_body(&scope, index, &label, s);
         let target = Target {
@@ -52,7 +52,7 @@ impl Checker<'_> {
             ret: None,
             entry_filter,
             return_filter,
-            event,
+            events,
             aggregations,
             entry_values: Vec::new(),
             targets: vec![target],
@@ -85,7 +85,7 @@ impl Checker<'_> {
             .predicate
             .as_ref()
             .and_then(|p| self.condition(scope, p).ok());
-        let (event, aggregations) = self.actions(scope, index, label, s, false);
+        let (events, aggregations) = self.actions(scope, index, label, s, false);
         self.at_point = false;
         let (entry_filter, return_filter) = match filter {
             Some(f) => phases::split(f),
@@ -94,7 +94,7 @@ impl Checker<'_> {
         PointBody {
             entry_filter,
             return_filter,
-            event,
+            events,
             aggregations,
         }
     }
@@ -112,6 +112,6 @@ impl Checker<'_> {
 pub(super) struct PointBody {
     pub entry_filter: Option<Expr>,
     pub return_filter: Option<Expr>,
-    pub event: Option<EventSchema>,
+    pub events: Vec<EventSchema>,
     pub aggregations: Vec<Aggregation>,
 }

@@ -156,7 +156,7 @@ mod tests {
         let script = format!("session vfs_read {{ emit ({condition}) as c }}");
         let ast = crate::syntax::parse(&script).expect("parses");
         let mut program = crate::check::check(&ast, &script, &Fixture::new()).expect("checks");
-        let event = program.sessions.remove(0).event.expect("emits");
+        let event = program.sessions.remove(0).events.remove(0);
         event.fields.into_iter().next().expect("one field").expr
     }
 

@@ -57,7 +57,7 @@ impl Checker<'_> {
         let super::on::PointBody {
             entry_filter,
             return_filter,
-            event,
+            events,
             aggregations,
         } = self.point_body(&scope, index, &label, s);
         Some(Session {
@@ -70,7 +70,7 @@ impl Checker<'_> {
             ret: None,
             entry_filter,
             return_filter,
-            event,
+            events,
             aggregations,
             entry_values: Vec::new(),
             targets: vec![Target {

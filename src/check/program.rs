@@ -136,7 +136,9 @@ pub struct Session {
     pub entry_filter: Option<Expr>,
     /// Decided at return.
     pub return_filter: Option<Expr>,
-    pub event: Option<EventSchema>,
+    /// What its `emit`s and `printf`s send, in the order of the script (each under its
+    /// own `if`s).
+    pub events: Vec<EventSchema>,
     pub aggregations: Vec<Aggregation>,
     /// What `entry(EXPR)` saves: evaluated at entry (after the entry filter), kept with the
     /// call (the fentry stack, or fsession's per-call map) and read at return as
@@ -341,7 +343,7 @@ impl Session {
     /// aggregations' arguments and keys.
     fn return_exprs(&self) -> impl Iterator<Item = &Expr> {
         let event = self
-            .event
+            .events
             .iter()
             .flat_map(|e| e.fields.iter().map(|f| &f.expr).chain(&e.guard));
         let aggs = self.aggregations.iter().flat_map(|a| {
@@ -434,9 +436,9 @@ impl Session {
     /// Whether its event or one of its aggregation keys is a stack.
     pub fn uses_stacks(&self) -> bool {
         let stack = |k: &FieldKind| matches!(k, FieldKind::Stack(_));
-        self.event
-            .as_ref()
-            .is_some_and(|e| e.fields.iter().any(|f| stack(&f.kind)))
+        self.events
+            .iter()
+            .any(|e| e.fields.iter().any(|f| stack(&f.kind)))
             || self
                 .aggregations
                 .iter()
@@ -751,11 +753,16 @@ pub struct EventField {
     pub expr: Expr,
 }
 
-/// One session's event record: a `u32` schema id (the session index) at offset 0, then
-/// the fields at their offsets, C alignment rules, total size rounded up to 8.
+/// One `emit`'s or `printf`'s event record: a `u32` schema id at offset 0, then the
+/// fields at their offsets, C alignment rules, total size rounded up to 8. A session's
+/// first event has the session's index as its id; further ones take ids after the last
+/// session's (`check` numbers them), so a script of one event per session keeps its ids.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventSchema {
     pub id: u32,
+    /// The index of the session that sends it.
+    #[serde(default)]
+    pub item: u32,
     pub session: String,
     pub fields: Vec<EventField>,
     pub size: u32,

@@ -65,7 +65,7 @@ impl Checker<'_> {
             },
             None => (None, None),
         };
-        let (event, aggregations) = self.actions(&end_scope, index, &label, s, false);
+        let (events, aggregations) = self.actions(&end_scope, index, &label, s, false);
         let starts = self.span_start.take().unwrap_or_default();
         self.in_span = false;
         self.span_by_thread = false;
@@ -109,7 +109,7 @@ impl Checker<'_> {
             ret: None,
             entry_filter,
             return_filter,
-            event,
+            events,
             aggregations,
             entry_values,
             targets: vec![target],

@@ -8,7 +8,7 @@ fn session(script: &str) -> Session {
 }
 
 fn event_names(s: &Session) -> Vec<&str> {
-    let event = s.event.as_ref().expect("emits");
+    let event = s.events.first().expect("emits");
     event.fields.iter().map(|f| f.name.as_str()).collect()
 }
 
@@ -30,7 +30,7 @@ fn default_emit_has_comm_tgid_pid_scalar_params_ret_latency() {
 #[test]
 fn event_layout_follows_c_alignment() {
     let s = session("session vfs_read { emit comm, tgid, count, latency }");
-    let e = s.event.expect("emits");
+    let e = s.events.into_iter().next().expect("emits");
     let offsets: Vec<u32> = e.fields.iter().map(|f| f.offset).collect();
     assert_eq!(offsets, [4, 20, 24, 32]);
     assert_eq!(e.size, 40);

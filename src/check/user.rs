@@ -152,7 +152,7 @@ fn carry(session: &mut Session, ustack: bool) {
     if let Some(f) = &mut session.return_filter {
         carry(f);
     }
-    if let Some(ev) = &mut session.event {
+    for ev in &mut session.events {
         for f in &mut ev.fields {
             carry(&mut f.expr);
         }

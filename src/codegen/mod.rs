@@ -287,9 +287,8 @@ struct SessionData {
     error_check: Option<String>,
     return_filter: Option<String>,
     action_lines: Vec<String>,
-    event: Option<Vec<String>>,
-    /// The `if` conditions around the event, as one C condition.
-    event_guard: Option<String>,
+    /// Each `emit`'s or `printf`'s event, in the script's order.
+    events: Vec<EventCode>,
     aggregation_lines: Vec<String>,
     /// Set when the session is one multi-attach program for all its functions.
     multi: Option<MultiData>,
@@ -316,6 +315,15 @@ struct SessionData {
     reads_now: bool,
     /// It reads the scheduler's totals: a call in flight makes the hooks follow its thread.
     sched: bool,
+}
+
+/// One event a session's return sends: the stores of its fields into `fslat_e`, under
+/// its `if`s.
+#[derive(Serialize)]
+struct EventCode {
+    id: u32,
+    stores: Vec<String>,
+    guard: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -513,7 +521,7 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
         wait_kstack: program.wait_kstack,
         wait_ustack: program.wait_ustack,
         no_stack: resources::NO_STACK,
-        ring: program.uses_ustack || program.sessions.iter().any(|s| s.event.is_some()),
+        ring: program.uses_ustack || program.sessions.iter().any(|s| !s.events.is_empty()),
         ustack_files: (program.uses_ustack && program.features.find_vma).then_some(
             UstackFilesData {
                 frames_entries: resources::UFRAMES_ENTRIES,
@@ -617,7 +625,7 @@ pub fn generate(program: &Program, mode: Mode) -> Result<String, Vec<Diagnostic>
         events: program
             .sessions
             .iter()
-            .filter_map(|s| s.event.as_ref())
+            .flat_map(|s| &s.events)
             .map(event_data)
             .collect(),
         aggregations: program
@@ -916,21 +924,23 @@ fn phases_data(
     let return_lines = ret.take_lines();
 
     // What only matching calls need is computed after the filter.
-    let event = s.event.as_ref().map(|e| {
-        e.fields
-            .iter()
-            .enumerate()
-            .map(|(i, f)| ret.store(&f.expr, &format!("fslat_e->{}", field_member(i)), f.kind))
-            .collect::<Vec<_>>()
-    });
-    // An `if` around the event or an aggregation is one condition (the checker flattened
+    // An `if` around an event or an aggregation is one condition (the checker flattened
     // nested `if`s into it): one level of branching in the C, however deep the script
     // nests, which keeps the verifier's paths few.
-    let event_guard = s
-        .event
-        .as_ref()
-        .and_then(|e| e.guard.as_ref())
-        .map(|g| ret.expr(g));
+    let events = s
+        .events
+        .iter()
+        .map(|e| EventCode {
+            id: e.id,
+            stores: e
+                .fields
+                .iter()
+                .enumerate()
+                .map(|(i, f)| ret.store(&f.expr, &format!("fslat_e->{}", field_member(i)), f.kind))
+                .collect(),
+            guard: e.guard.as_ref().map(|g| ret.expr(g)),
+        })
+        .collect();
     let mut aggregation_lines = Vec::new();
     for a in &s.aggregations {
         let lines = ret.aggregate(a);
@@ -968,8 +978,7 @@ fn phases_data(
         error_check,
         return_filter,
         action_lines,
-        event,
-        event_guard,
+        events,
         aggregation_lines,
         multi: multi_data,
         exit_only,

@@ -163,7 +163,6 @@ pub enum DiagKind {
         path: String,
         why: String,
     },
-    TwoEmits,
     BlocksTooDeep {
         limit: usize,
     },
@@ -455,7 +454,6 @@ impl DiagKind {
             KeyNeedsName => "F0607",
             DuplicateKey { .. } => "F0608",
             JsonNameClash { .. } => "F0609",
-            TwoEmits => "F0610",
             DuplicateAggName { .. } => "F0611",
             TooManyStrings { .. } => "F0612",
             KernelAndUserFunctions => "F0701",
@@ -658,9 +656,6 @@ impl DiagKind {
                 "`{name}` is a cgroup's name, known only outside the kernel: it can be emitted or used as a `by` key, not compared, computed with or tested"
             ),
             CgroupNotFound { path, why } => format!("no cgroup `{path}`: {why}"),
-            TwoEmits => {
-                "a session has one `emit` or `printf`; put all the fields in it".into()
-            }
             UserLineAction => "`on begin` and `on end` hold `printf`s only: they run once, in fslat, not per call".into(),
             UserLineValue => "`on begin` and `on end` run in fslat, not in the kernel: they print constants and `$1`.. only".into(),
             BlocksTooDeep { limit } => format!(

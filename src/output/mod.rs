@@ -201,7 +201,15 @@ pub struct Decoder<'p> {
 impl<'p> Decoder<'p> {
     pub fn new(program: &'p Program) -> Self {
         Decoder {
-            schemas: program.sessions.iter().map(|s| s.event.as_ref()).collect(),
+            schemas: {
+                let events = program.sessions.iter().flat_map(|s| &s.events);
+                let n = events.clone().map(|e| e.id as usize + 1).max().unwrap_or(0);
+                let mut by_id = vec![None; n];
+                for e in events {
+                    by_id[e.id as usize] = Some(e);
+                }
+                by_id
+            },
         }
     }
 

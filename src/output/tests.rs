@@ -11,7 +11,7 @@ fn program(script: &str) -> Program {
 
 /// A record as the kernel would write it for the default `emit` of vfs_read.
 fn slow_read_record(p: &Program) -> Vec<u8> {
-    let schema = p.sessions[0].event.as_ref().expect("emits");
+    let schema = p.sessions[0].events.first().expect("emits");
     let mut r = vec![0u8; schema.size as usize];
     for f in &schema.fields {
         let at = f.offset as usize;
@@ -47,7 +47,7 @@ fn text_event_line_is_stable() {
 fn json_event_has_ns_durations_and_escaped_strings() {
     let p = program("session vfs_read");
     let mut rec = slow_read_record(&p);
-    let comm = p.sessions[0].event.as_ref().expect("emits").fields[0].offset as usize;
+    let comm = p.sessions[0].events.first().expect("emits").fields[0].offset as usize;
     rec[comm..comm + 4].copy_from_slice(b"a\"\n\x01");
     let decoder = Decoder::new(&p);
     let mut out = Vec::new();
@@ -66,7 +66,7 @@ fn json_event_has_ns_durations_and_escaped_strings() {
 #[test]
 fn a_string_the_program_could_not_read_is_unread_not_empty() {
     let p = program("session vfs_read { emit comm }");
-    let schema = p.sessions[0].event.as_ref().expect("emits");
+    let schema = p.sessions[0].events.first().expect("emits");
     let at = schema.fields[0].offset as usize;
     let decoder = Decoder::new(&p);
     let line = |rec: &[u8], json: bool| {

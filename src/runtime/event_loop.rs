@@ -158,7 +158,7 @@ fn ring<'a>(
         let mut st = state.borrow_mut();
         match decoder.decode(record) {
             Ok(schema) => {
-                st.events[schema.id as usize] += 1;
+                st.events[schema.item as usize] += 1;
                 if let Err(e) = st.out.event(schema, record) {
                     st.io.get_or_insert(e);
                     return -1;

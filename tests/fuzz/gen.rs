@@ -235,7 +235,7 @@ impl<'a, 'k> Gen<'a, 'k> {
         let actions = self.rng.below(4);
         for i in 0..actions {
             out.push_str(if i == 0 { " " } else { self.sep() });
-            let a = self.action(i == 0);
+            let a = self.action(i < 2);
             out.push_str(&a);
         }
         out.push_str(" }");
@@ -265,7 +265,7 @@ impl<'a, 'k> Gen<'a, 'k> {
         let actions = 1 + self.rng.below(3);
         for i in 0..actions {
             out.push_str(if i == 0 { " " } else { self.sep() });
-            let a = self.action(i == 0);
+            let a = self.action(i < 2);
             out.push_str(&a);
         }
         out.push_str(" }");
@@ -276,6 +276,8 @@ impl<'a, 'k> Gen<'a, 'k> {
         SEPARATORS[self.rng.below(SEPARATORS.len())]
     }
 
+    /// One action; `may_emit` lets it be (or hold) an `emit` or `printf`. A session may
+    /// send several events: its first two actions may, which keeps the programs small.
     fn action(&mut self, may_emit: bool) -> String {
         // bpftrace habits: `let`, `if`/`else` (nested now and then), `printf`.
         if self.depth < 3 && self.rng.one_in(8) {
@@ -284,7 +286,7 @@ impl<'a, 'k> Gen<'a, 'k> {
             let then = self.action(may_emit);
             let mut s = format!("if {cond} {{ {then} }}");
             if self.rng.one_in(2) {
-                let other = self.action(false);
+                let other = self.action(may_emit);
                 s.push_str(&format!(" else {{ {other} }}"));
             }
             self.depth -= 1;
