@@ -167,8 +167,10 @@ impl Checker<'_> {
                 } else if let Some(best) = near.first() {
                     d = d.hint(format!("did you mean `{best}`?"));
                 }
+                // The parameters are this function's own and few; the builtins are the
+                // same everywhere and many, so the hint says where they are listed.
                 d = d.hint(format!(
-                    "`{}` has parameters {}; fslat also knows {}",
+                    "`{}` has parameters {}; `fslat --help` lists the builtin names",
                     scope.func.name,
                     if scope.params.is_empty() {
                         "(none)".into()
@@ -180,7 +182,6 @@ impl Checker<'_> {
                                 .collect::<Vec<_>>(),
                         )
                     },
-                    quote_list(&builtin_names().collect::<Vec<_>>())
                 ));
                 return Err(self.error_with(d));
             }
