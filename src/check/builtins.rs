@@ -56,9 +56,16 @@ pub enum C {
     /// is read at both ends shares `latency`'s clock; `{stack_lost}` a pointer to the
     /// session's `stack_lost` counter (or NULL).
     Expr(&'static str),
-    /// A string: codegen's string code copies it (`bpf_get_current_comm`, the function
-    /// name table, by mode).
-    String,
+    /// A string. `fill` is the statement that copies it into `{dst}`, a buffer of `{cap}`
+    /// bytes; `at`, when there is one, a `const char *` to it that needs no copy (a
+    /// comparison reads it in place). `{func}` stands for the traced function's name and
+    /// `{func_len}` for the bytes to copy of it: codegen's `Phase::builtin` spells both
+    /// for the mode (a literal for one function, the session's table of names indexed by
+    /// `fslat_fn` for a multi-attach or shared program).
+    Str {
+        at: Option<&'static str>,
+        fill: &'static str,
+    },
     /// A stack id from `fslat_stackid` (bpf-runtime), counted in `stack_lost` when lost.
     Stack(StackKind),
 }
@@ -174,7 +181,10 @@ pub const COMM: Builtin = Builtin(&def(
     BuiltinTy::Comm,
     "string (15 bytes)",
     "the task's name",
-    C::String,
+    C::Str {
+        at: None,
+        fill: "bpf_get_current_comm({dst}, {cap});",
+    },
 ));
 pub const CGROUP: Builtin = Builtin(&def(
     &["cgroup"],
@@ -195,7 +205,10 @@ pub const FUNC: Builtin = Builtin(&def(
     BuiltinTy::FuncName,
     "string, the traced function's name",
     "the traced function's name",
-    C::String,
+    C::Str {
+        at: Some("{func}"),
+        fill: "__builtin_memcpy({dst}, {func}, {func_len});",
+    },
 ));
 pub const KSTACK: Builtin = Builtin(&at_return(def(
     &["kstack"],

@@ -6,7 +6,7 @@
 
 use super::ctypes::{c_int, struct_name};
 use crate::aggregate::{CValue, Start};
-use crate::check::builtins::{self, C};
+use crate::check::builtins::C;
 use crate::check::counters::{self, Counter};
 use crate::check::program::*;
 use crate::check::resources::{
@@ -250,25 +250,7 @@ impl<'p> Phase<'p> {
     /// A builtin's C, from `check::builtins`.
     fn builtin(&mut self, b: Builtin) -> String {
         match b.c {
-            C::Expr(c) => {
-                type Read<'q> = fn(&mut Phase<'q>) -> String;
-                let mut out = c.to_string();
-                let values: [(&str, Read); 6] = [
-                    ("{pid_tgid}", Self::pid_tgid),
-                    ("{uid_gid}", Self::uid_gid),
-                    ("{start}", Self::start),
-                    ("{now}", Self::now),
-                    ("{sched}", Self::sched),
-                    ("{stack_lost}", |p| p.counter(&counters::STACK_LOST)),
-                ];
-                for (name, read) in values {
-                    if out.contains(name) {
-                        let v = read(self);
-                        out = out.replace(name, &v);
-                    }
-                }
-                out
-            }
+            C::Expr(c) => self.spell(c, None),
             C::Stack(StackKind::Kernel) => {
                 let c = self.counter(&counters::STACK_LOST);
                 self.declare("fslat_kstack", || {
@@ -281,9 +263,49 @@ impl<'p> Phase<'p> {
                     format!("__u64 fslat_ustack = fslat_ustackid(ctx, &{EVENTS_MAP}, {c});")
                 })
             }
-            C::String => {
+            C::Str { .. } => {
                 unreachable!("comm and func are strings: strings go through string_ref or store")
             }
+        }
+    }
+
+    /// A builtin's C with the values it names (see `check::builtins::C`) spelled for this
+    /// phase and mode, in one pass (a function's name may hold braces); `buffer`, for a
+    /// string's fill, the buffer it writes and its size.
+    fn spell(&mut self, c: &str, buffer: Option<(&str, u32)>) -> String {
+        let mut out = String::new();
+        let mut rest = c;
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let Some(close) = rest[open..].find('}').map(|n| open + n) else {
+                break;
+            };
+            let name = &rest[open + 1..close];
+            out.push_str(&self.value(name, buffer));
+            rest = &rest[close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// One value a builtin's C names by `{NAME}`.
+    fn value(&mut self, name: &str, buffer: Option<(&str, u32)>) -> String {
+        let (dst, cap) = buffer.unwrap_or(("", 0));
+        let per_function = self.multi || self.shared;
+        match name {
+            "pid_tgid" => self.pid_tgid(),
+            "uid_gid" => self.uid_gid(),
+            "start" => self.start(),
+            "now" => self.now(),
+            "sched" => self.sched(),
+            "stack_lost" => self.counter(&counters::STACK_LOST),
+            "func" if per_function => format!("fslat_funcs_{}[fslat_fn]", self.session.index),
+            "func" => c_string(self.target.func.as_bytes()),
+            "func_len" if per_function => cap.to_string(),
+            "func_len" => (self.target.func.len() as u32 + 1).min(cap).to_string(),
+            "dst" if buffer.is_some() => dst.to_string(),
+            "cap" if buffer.is_some() => cap.to_string(),
+            _ => unreachable!("check::builtins names no value `{name}`"),
         }
     }
 
@@ -511,11 +533,10 @@ impl<'p> Phase<'p> {
         if let ExprKind::Str(bytes) = &e.kind {
             return c_string(bytes);
         }
-        if e.kind == ExprKind::Builtin(builtins::FUNC) {
-            if self.multi || self.shared {
-                return format!("fslat_funcs_{}[fslat_fn]", self.session.index);
-            }
-            return c_string(self.target.func.as_bytes());
+        if let ExprKind::Builtin(b) = e.kind
+            && let C::Str { at: Some(at), .. } = b.c
+        {
+            return self.spell(at, None);
         }
         let Ty::Str { cap } = e.ty else {
             unreachable!("string_ref takes strings")
@@ -574,20 +595,10 @@ impl<'p> Phase<'p> {
 
     fn fill_string_unordered(&mut self, e: &Expr, dst: &str, cap: u32) -> String {
         match &e.kind {
-            ExprKind::Builtin(b) if *b == builtins::COMM => {
-                format!("bpf_get_current_comm({dst}, {cap});")
-            }
-            ExprKind::Builtin(b) if *b == builtins::FUNC && (self.multi || self.shared) => {
-                format!(
-                    "__builtin_memcpy({dst}, fslat_funcs_{}[fslat_fn], {cap});",
-                    self.session.index
-                )
-            }
-            ExprKind::Builtin(b) if *b == builtins::FUNC => {
-                let name = self.target.func.as_bytes();
-                let n = (name.len() + 1).min(cap as usize);
-                format!("__builtin_memcpy({dst}, {}, {n});", c_string(name))
-            }
+            ExprKind::Builtin(b) => match b.c {
+                C::Str { fill, .. } => self.spell(fill, Some((dst, cap))),
+                _ => unreachable!("fill_string takes strings"),
+            },
             ExprKind::Entry(i) => {
                 format!(
                     "__builtin_memcpy({dst}, &fslat_ev[{}], {cap});",
