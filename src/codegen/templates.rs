@@ -1,7 +1,7 @@
 //! The template registry: fslat's handlebars templates by name, compiled when a program
 //! first needs one, and the one render of a program's data.
 
-use super::ProgramData;
+use super::data::ProgramData;
 use handlebars::Handlebars;
 use std::sync::LazyLock;
 

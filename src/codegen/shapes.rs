@@ -1,0 +1,130 @@
+//! How a session's programs are declared and attached in each mode: the section, the
+//! context, how entry gives up on a call, the entry/return pair, and how a call in
+//! flight is found again at return.
+
+use crate::check::resources::{self, Mode};
+use serde::Serialize;
+
+/// How a session's programs are declared and attached, by mode.
+#[derive(Serialize)]
+pub(super) struct ProgShape {
+    /// The one program's section (fsession, multi-attach, uprobe session).
+    pub(super) section: String,
+    pub(super) ctx_decl: &'static str,
+    /// What entry does to a call it gives up on before returning.
+    pub(super) session_reject: &'static str,
+    /// The entry/return pair (fentry mode, uprobes): `None` for one program.
+    pub(super) pair: Option<PairData>,
+    /// How a call in flight is found again at return (fsession's `entry()` map).
+    pub(super) call_key: CallKey,
+}
+
+#[derive(Serialize)]
+pub(super) struct PairData {
+    entry: &'static str,
+    exit: &'static str,
+    entry_section: String,
+    exit_section: String,
+    /// What identifies the call on its task's stack of calls in flight.
+    key: &'static str,
+    call_at_entry: &'static str,
+    call_at_return: &'static str,
+}
+
+#[derive(Serialize)]
+pub(super) struct CallKey {
+    ty: &'static str,
+    about: &'static str,
+    at_entry: &'static str,
+    at_return: &'static str,
+}
+
+const KERNEL_CTX: &str = "unsigned long long *ctx";
+const USER_CTX: &str = "struct fslat_regs *ctx";
+pub(super) const PROFILE_CTX: &str = "void *ctx";
+
+/// The trampoline's argument area: one address at entry and return of one call.
+const KERNEL_CALL: CallKey = CallKey {
+    ty: "__u64",
+    about: "the call's context pointer (the trampoline's argument area: the same address at entry and return of one call)",
+    at_entry: "(__u64)ctx",
+    at_return: "(__u64)ctx",
+};
+
+/// A kprobe session's call: the address of its session cookie, which the kernel keeps
+/// per call (on the task's function-graph return stack) from entry to return. The
+/// context pointer would not do: kprobe_multi programs get a per-CPU copy of the
+/// registers.
+const KPROBE_CALL: CallKey = CallKey {
+    ty: "__u64",
+    about: "the address of the call's session cookie (the same at entry and return of one call, distinct between calls in flight)",
+    at_entry: "(__u64)fslat_cookie",
+    at_return: "(__u64)fslat_cookie",
+};
+
+/// A user call: its thread and stack pointer (8 bytes higher at return, once `ret`
+/// popped the return address).
+const USER_CALL: CallKey = CallKey {
+    ty: "struct fslat_ucall",
+    about: "the call's thread and stack pointer at entry (struct fslat_ucall)",
+    at_entry: "{ bpf_get_current_pid_tgid(), ctx->sp }",
+    at_return: "{ bpf_get_current_pid_tgid(), ctx->sp - 8 }",
+};
+
+impl ProgShape {
+    pub(super) fn of(mode: Mode, func: &str) -> ProgShape {
+        let kernel_pair = || PairData {
+            entry: "fentry",
+            exit: "fexit",
+            entry_section: format!("fentry/{func}"),
+            exit_section: format!("fexit/{func}"),
+            key: "the call's context pointer",
+            call_at_entry: "ctx",
+            call_at_return: "ctx",
+        };
+        let user_pair = |multi: bool| PairData {
+            entry: "the uprobe",
+            exit: "the uretprobe",
+            entry_section: if multi { "uprobe.multi" } else { "uprobe" }.into(),
+            exit_section: if multi {
+                "uretprobe.multi"
+            } else {
+                "uretprobe"
+            }
+            .into(),
+            key: "its stack pointer (8 bytes higher at return, once `ret` popped the return address)",
+            call_at_entry: "(const void *)ctx->sp",
+            call_at_return: "(const void *)(ctx->sp - 8)",
+        };
+        let user = mode.is_user();
+        let regs = mode.reads_registers();
+        ProgShape {
+            section: match mode {
+                Mode::Fsession => format!("fsession/{func}"),
+                Mode::Fexit => format!("fexit/{func}"),
+                Mode::FsessionMulti | Mode::FexitMulti => resources::MULTI_SECTION.into(),
+                // libbpf would attach it by a pattern; the runtime attaches it by names.
+                Mode::KprobeSession => "kprobe.session".into(),
+                _ => "uprobe.session".into(),
+            },
+            ctx_decl: if regs { USER_CTX } else { KERNEL_CTX },
+            // A kprobe or uprobe session's entry returning 1 skips the return.
+            session_reject: if regs {
+                "return 1;"
+            } else {
+                "*fslat_cookie = 0;"
+            },
+            pair: match mode {
+                Mode::Fentry => Some(kernel_pair()),
+                Mode::UprobeMulti => Some(user_pair(true)),
+                Mode::Uprobe => Some(user_pair(false)),
+                _ => None,
+            },
+            call_key: match mode {
+                Mode::KprobeSession => KPROBE_CALL,
+                _ if user => USER_CALL,
+                _ => KERNEL_CALL,
+            },
+        }
+    }
+}
