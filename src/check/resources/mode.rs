@@ -1,0 +1,165 @@
+//! How sessions attach (`Mode`): the modes a user picks, the ones fslat picks per
+//! session, and what each asks of codegen and the runtime.
+
+use super::super::program::{Program, Session};
+use serde::{Deserialize, Serialize};
+
+/// How sessions attach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// One program at entry and return (Linux 7.0+).
+    Fsession,
+    /// An fentry and an fexit program sharing a per-thread map.
+    Fentry,
+    /// fsession, and a session of several functions is one program attached to all of
+    /// them through one link (Linux 7.2 multi-attach).
+    FsessionMulti,
+    /// A session that needs nothing from the entry (`Session::needs_entry`): one fexit
+    /// program per function, in any kernel mode (fslat chooses it, not the user).
+    Fexit,
+    /// The same for a session of several functions in fsession-multi mode: one fexit
+    /// program attached to all of them through one link (`BPF_TRACE_FEXIT_MULTI`).
+    FexitMulti,
+    /// A user-space session as one uprobe session program at entry and return, attached
+    /// to all its functions through one uprobe_multi link (Linux 6.13).
+    UprobeSession,
+    /// A user-space session as a uprobe and a uretprobe program, each attached to all
+    /// its functions through one uprobe_multi link (6.6), sharing a per-task stack of
+    /// calls in flight.
+    UprobeMulti,
+    /// A user-space session as a uprobe and a uretprobe program per function (any
+    /// kernel), sharing a per-task stack of calls in flight.
+    Uprobe,
+    /// A kernel session as one kprobe session program at entry and return, attached to
+    /// all its functions through one kprobe_multi link in session mode (Linux 6.10). A
+    /// kprobe handler runs with preemption off, so no call is skipped for another's
+    /// preempted program (docs/performance.md, issue 30).
+    KprobeSession,
+}
+
+impl Mode {
+    /// Every mode, in one list: what builds objects for each mode walks it.
+    pub const ALL: [Mode; 9] = [
+        Mode::Fsession,
+        Mode::Fentry,
+        Mode::FsessionMulti,
+        Mode::Fexit,
+        Mode::FexitMulti,
+        Mode::UprobeSession,
+        Mode::UprobeMulti,
+        Mode::Uprobe,
+        Mode::KprobeSession,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Fsession => "fsession",
+            Mode::Fentry => "fentry",
+            Mode::FsessionMulti => "fsession-multi",
+            Mode::Fexit => "fexit",
+            Mode::FexitMulti => "fexit-multi",
+            Mode::UprobeSession => "uprobe-session",
+            // One mode to the user: the same pair of programs, attached either way.
+            Mode::UprobeMulti | Mode::Uprobe => "uprobe",
+            Mode::KprobeSession => "kprobe-session",
+        }
+    }
+
+    /// Whether its programs take a `pt_regs` context (kprobes, uprobes): arguments and
+    /// the return value are read from registers, and what the return phase needs of the
+    /// arguments is saved at entry.
+    pub fn reads_registers(self) -> bool {
+        self.is_user() || self == Mode::KprobeSession
+    }
+
+    /// Whether this is how user-space sessions run.
+    pub fn is_user(self) -> bool {
+        matches!(self, Mode::UprobeSession | Mode::UprobeMulti | Mode::Uprobe)
+    }
+
+    /// Whether session `s`'s functions share one program body in this mode: fentry,
+    /// fexit and fsession programs of a session of several functions. The object holds
+    /// the body once; fslat's loader loads a copy per function with the function's index
+    /// and argument slots written into its instructions (`FN_MARK`, `param_mark`,
+    /// `RET_MARK`; runtime/shared.rs), so the object does not grow with the functions.
+    pub fn shares_body(self, s: &Session) -> bool {
+        s.several
+            && s.span.is_none()
+            && s.on.is_none()
+            && s.profile.is_none()
+            && s.user.is_none()
+            && matches!(
+                self.of_session(s),
+                Mode::Fentry | Mode::Fexit | Mode::Fsession
+            )
+    }
+
+    /// The modes `program`'s sessions run in, as the run's messages name them
+    /// (`fsession`, or `fsession + fsession-multi` for a mix of one- and several-function
+    /// sessions on 7.2).
+    pub fn of_program(self, program: &Program) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for s in &program.sessions {
+            let n = match (&s.span, &s.on) {
+                (Some(_), _) => "span",
+                (_, Some(_)) => "on",
+                _ if s.profile.is_some() => "profile",
+                _ => self.of_session(s).name(),
+            };
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+        if names.is_empty() {
+            names.push(self.name());
+        }
+        names.join(" + ")
+    }
+
+    /// The mode session `s` runs in: a one-function session in fsession-multi mode is
+    /// an ordinary fsession program; a session that needs nothing from the entry runs at
+    /// return only (fexit, or fexit-multi for several functions in fsession-multi mode).
+    pub fn of_session(self, s: &Session) -> Mode {
+        if let Some(user) = &s.user {
+            return user.mode;
+        }
+        if s.span.is_some() {
+            // Its two ends are entry programs (fentry or tp_btf), each attached alone.
+            return Mode::Fentry;
+        }
+        if s.on.is_some() || s.profile.is_some() {
+            // One program at the point (fentry or tp_btf), shaped as fexit mode's one
+            // program: a filter, then the actions.
+            return Mode::Fexit;
+        }
+        let multi = self == Mode::FsessionMulti && s.several;
+        match self {
+            // Return-only sessions stay kprobe sessions: an fexit trampoline would skip
+            // calls as fsession does.
+            // A kprobe reads arguments from registers: one passed on the stack needs
+            // the trampoline, which has them all.
+            Mode::KprobeSession if s.reads_stack_argument() => Mode::Fentry,
+            Mode::KprobeSession => Mode::KprobeSession,
+            _ if !s.needs_entry() && multi => Mode::FexitMulti,
+            _ if !s.needs_entry() => Mode::Fexit,
+            Mode::FsessionMulti if !s.several => Mode::Fsession,
+            m => m,
+        }
+    }
+}
+
+/// Arguments passed in registers (x86-64: rdi, rsi, rdx, rcx, r8, r9); a kprobe or
+/// uprobe reads no others.
+pub const REGISTER_ARGS: usize = 6;
+
+impl Session {
+    /// Whether it reads a parameter that some function of it takes on the stack (after
+    /// the `REGISTER_ARGS` registers).
+    pub fn reads_stack_argument(&self) -> bool {
+        let read = self.params_read();
+        self.targets.iter().any(|t| {
+            read.iter()
+                .any(|&i| t.slots.get(i).is_some_and(|&slot| slot >= REGISTER_ARGS))
+        })
+    }
+}
