@@ -120,7 +120,6 @@ impl Checker<'_> {
             ));
             return Err(self.error_with(d));
         }
-        self.uses_path = true;
         Ok(Expr {
             ty: Ty::Str { cap: PATH_CAP },
             kind: ExprKind::Path(Box::new(arg)),

@@ -4,7 +4,8 @@
 //! `session` below runs the passes over one session, each in its own file:
 //! `functions` (which kernel functions it traces), `names` (builtins, parameters, `ret`),
 //! `expr`, `members` and `operators` (typing expressions), `phases` (the entry/return
-//! split), `actions` (events and aggregations, laid out), `agg_names` (naming them).
+//! split), `actions` (events and aggregations, laid out), `agg_names` (naming them); then
+//! over the checked sessions, `uses::of` (what the object provides for all of them).
 
 mod actions;
 mod agg_names;
@@ -28,6 +29,7 @@ pub mod resources;
 mod spans;
 mod usdt;
 mod user;
+mod uses;
 
 pub use user::carry_params_to_return;
 
@@ -71,15 +73,9 @@ pub fn check_with(
         structs: BTreeMap::new(),
         struct_order: Vec::new(),
         next_agg: 0,
-        uses_path: false,
         agg_names: agg_names::Names::default(),
         opts,
         shared: Vec::new(),
-        uses_kstack: false,
-        uses_ustack: false,
-        uses_sched: false,
-        wait_kstack: false,
-        wait_ustack: false,
         span_by_thread: false,
         entry_values: Vec::new(),
         entry_at_others: Vec::new(),
@@ -137,20 +133,17 @@ pub fn check_with(
     std::mem::take(&mut cx.agg_names).settle(&mut sessions);
     number_events(&mut sessions);
     let structs = cx.ordered_structs();
+    let uses = uses::of(&sessions);
     Ok(Program {
         sessions,
         structs,
-        uses_path: cx.uses_path,
-        uses_kstack: cx.uses_kstack,
-        uses_ustack: cx.uses_ustack,
-        uses_sched: cx.uses_sched,
-        wait_kstack: cx.wait_kstack,
-        wait_ustack: cx.wait_ustack,
-        ustack_bytes: if cx.uses_ustack {
-            cx.opts.ustack_bytes
-        } else {
-            0
-        },
+        uses_path: uses.path,
+        uses_kstack: uses.kstack,
+        uses_ustack: uses.ustack,
+        uses_sched: uses.sched,
+        wait_kstack: uses.wait_kstack,
+        wait_ustack: uses.wait_ustack,
+        ustack_bytes: if uses.ustack { cx.opts.ustack_bytes } else { 0 },
         features: kernel.features(),
         args: cx.args.into_values().collect(),
         begin,
@@ -178,16 +171,10 @@ struct Checker<'k> {
     structs: BTreeMap<StructName, (StructDecl, Vec<StructName>)>,
     struct_order: Vec<StructName>,
     next_agg: usize,
-    uses_path: bool,
     agg_names: agg_names::Names,
     opts: Options,
     /// A several-function session's parameters so far, with their slot in each function.
     shared: Vec<(Param, Vec<usize>)>,
-    uses_kstack: bool,
-    uses_ustack: bool,
-    uses_sched: bool,
-    wait_kstack: bool,
-    wait_ustack: bool,
     /// Checking a span whose ends are both keyed by `pid`: one thread's stretch.
     span_by_thread: bool,
     /// The current session's `entry()` values so far.

@@ -99,14 +99,7 @@ impl Checker<'_> {
                 BuiltinTy::Stack(StackKind::Kernel) if self.user.is_some() => {
                     return Err(self.error(span, DiagKind::KernelOnlyName { name: name.into() }));
                 }
-                BuiltinTy::Stack(StackKind::Kernel) => {
-                    self.uses_kstack = true;
-                    Ty::Stack(StackKind::Kernel)
-                }
-                BuiltinTy::Stack(StackKind::User) => {
-                    self.uses_ustack = true;
-                    Ty::Stack(StackKind::User)
-                }
+                BuiltinTy::Stack(kind) => Ty::Stack(kind),
                 BuiltinTy::WaitStack(kind) => return self.wait_stack(def, kind, name, span),
                 BuiltinTy::CgroupName(v) => Ty::CgroupName(v),
                 BuiltinTy::U64 => Ty::Int(Scalar {
@@ -224,7 +217,6 @@ impl Checker<'_> {
             return Err(self.error_with(d));
         }
         let at_entry = self.save_entry_value(total.clone(), span)?;
-        self.uses_sched = true;
         Ok(Expr {
             ty: total.ty.clone(),
             kind: ExprKind::Binary {
@@ -251,17 +243,6 @@ impl Checker<'_> {
                 "key the span by the thread at both ends, `(pid)`, to follow one thread's time",
             );
             return Err(self.error_with(d));
-        }
-        self.uses_sched = true;
-        match kind {
-            StackKind::Kernel => {
-                self.uses_kstack = true;
-                self.wait_kstack = true;
-            }
-            StackKind::User => {
-                self.uses_ustack = true;
-                self.wait_ustack = true;
-            }
         }
         Ok(Expr {
             ty: Ty::Stack(kind),

@@ -355,6 +355,21 @@ impl Session {
         self.return_filter.iter().chain(event).chain(aggs)
     }
 
+    /// Every expression of the session: at entry, at return, and a span's STARTs and END.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        let span = self.span.iter().flat_map(|p| {
+            p.starts
+                .iter()
+                .flat_map(|s| std::iter::once(&s.key).chain(&s.filter).chain(&s.values))
+                .chain(std::iter::once(&p.end_key))
+        });
+        self.entry_filter
+            .iter()
+            .chain(&self.entry_values)
+            .chain(self.return_exprs())
+            .chain(span)
+    }
+
     /// The indices into `params` of the parameters its expressions read (at entry or
     /// return, `entry()` values included).
     pub fn params_read(&self) -> Vec<usize> {
