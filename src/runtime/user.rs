@@ -33,7 +33,8 @@ pub fn attach(
             hint,
         }
     };
-    let exit = role == ProgRole::Exit;
+    // An `on` point's one program has fexit's role; it goes at the function's entry.
+    let exit = role == ProgRole::Exit && s.on.is_none();
     match user.mode {
         Mode::UprobeSession | Mode::UprobeMulti => {
             let opts = UprobeMultiOpts {
