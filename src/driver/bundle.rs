@@ -13,7 +13,7 @@ use super::{
 };
 use crate::btf::{Btf, FEATURES, Features, FuncSig, KType, KernelTypes, TypeId};
 use crate::bundle::{Bundle, Opened, Variant};
-use crate::check::program::Program;
+use crate::check::program::{Program, Session, UsdtPoint};
 use crate::codegen::Mode;
 use clap::ValueEnum;
 use std::rc::Rc;
@@ -399,14 +399,26 @@ fn absent_functions(
 fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Error> {
     for s in program.sessions.iter().filter(|s| !s.several) {
         // A span's target is its END, which may be a tracepoint.
+        let span_points = s
+            .span
+            .iter()
+            .flat_map(|p| p.starts.iter().map(|s| &s.point).chain([&p.end]));
+        for point in s.on.iter().chain(span_points) {
+            if let Some(usdt) = &point.usdt {
+                check_usdt(s, usdt, point.args)?;
+            }
+        }
+        // A USDT point is no kernel function: its probe was checked above.
         let names: Vec<(&str, bool, usize)> = match (&s.span, &s.on) {
             (Some(span), _) => span
                 .starts
                 .iter()
                 .map(|p| &p.point)
                 .chain([&span.end])
+                .filter(|p| p.usdt.is_none())
                 .map(|p| (p.name.as_str(), p.tracepoint, p.args))
                 .collect(),
+            (_, Some(on)) if on.usdt.is_some() => Vec::new(),
             (_, Some(on)) => vec![(&on.name, on.tracepoint, on.args)],
             // A profile samples the CPUs: no function.
             _ if s.profile.is_some() => Vec::new(),
@@ -442,6 +454,34 @@ fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Er
                 });
             }
         }
+    }
+    Ok(())
+}
+
+/// A bundle's USDT point: the file it was built with is here and has the probe, with the
+/// arguments the program was typed by (their count: libbpf reads each where this file's
+/// note says). The program attaches to the file by the build machine's path.
+fn check_usdt(s: &Session, point: &UsdtPoint, args: usize) -> Result<(), Error> {
+    let refuse = |why: String| Error::BundleUsdtProbe {
+        session: s.label.clone(),
+        probe: format!("{}:{}", point.provider, point.name),
+        path: point.path.clone(),
+        why,
+    };
+    let probes = crate::elf::sdt::probes(std::path::Path::new(&point.path))
+        .map_err(|e| refuse(e.to_string()))?;
+    let sites: Vec<_> = probes
+        .iter()
+        .filter(|p| p.provider == point.provider && p.name == point.name)
+        .collect();
+    let Some(first) = sites.first() else {
+        return Err(refuse("the file has no such probe".into()));
+    };
+    if first.args.len() != args {
+        return Err(refuse(format!(
+            "it has {} arguments here, {args} where the bundle was built",
+            first.args.len()
+        )));
     }
     Ok(())
 }
