@@ -214,7 +214,7 @@ fn list_usdt_probes_with_their_argument_types_and_say_why_none() {
 
 /// A USDT point the file cannot give is one error before anything loads: a probe it
 /// lacks (the nearest names, its providers), a file without notes, an argument past the
-/// probe's count; and a point that checks compiles (`--emit c`) with libbpf's USDT header.
+/// probe's count, a semaphore the kernel cannot count; and a point that checks compiles (`--emit c`) with libbpf's USDT header.
 #[test]
 fn usdt_points_refuse_unknown_probes_files_without_notes_and_missing_arguments() {
     let dir = user_programs();
@@ -252,6 +252,23 @@ fn usdt_points_refuse_unknown_probes_files_without_notes_and_missing_arguments()
         stderr.contains("USDT probe `fslat:guarded` has 1 argument(s)"),
         "{stderr}"
     );
+    // A semaphore the kernel cannot count (odd): refused before any point attaches.
+    let odd = dir.path().join("sdt-odd");
+    let out = fslat(&[
+        "--emit",
+        "c",
+        "-e",
+        &format!("on usdt:{}:odd {{ count() }}", odd.display()),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "error[F0844]: USDT probe `fslat:odd` cannot be enabled: its semaphore (file offset 0x"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains(") is not 2-byte aligned"), "{stderr}");
     let out = fslat(&[
         "--emit",
         "c",

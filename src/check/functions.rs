@@ -98,6 +98,9 @@ pub fn list_label(s: &ast::Session) -> String {
         return format!("{}->{}", starts.join(","), point(&ends.end));
     }
     if let Some(on) = &s.on {
+        if let Some(file) = &s.file {
+            return format!("{}:{}", file.name, on.name.name);
+        }
         return point(&on.name, on.tracepoint, &on.usdt);
     }
     let list = s

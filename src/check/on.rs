@@ -1,9 +1,11 @@
-//! `on POINT [where C] { actions }`: an event at one point, a kernel function's entry or a
-//! BTF tracepoint, without a latency (bpftrace's `kprobe:`/`fentry:` and `tracepoint:`
-//! probes). It is checked as a session of the point whose every name is read there: the
-//! point's parameters and the builtins, not a call's return (`ret`, `latency`, ...).
+//! `on POINT [where C] { actions }`: an event at one point, a kernel function's entry, a
+//! BTF tracepoint, a USDT probe or a user function's entry, without a latency (bpftrace's
+//! `kprobe:`/`fentry:`, `tracepoint:`, `usdt:` and `uprobe:` probes). It is checked as a
+//! session of the point whose every name is read there: the point's parameters and the
+//! builtins, not a call's return (`ret`, `latency`, ...).
 
 use super::program::*;
+use super::resources::Mode;
 use super::{Checker, Scope, phases};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::syntax::ast;
@@ -16,7 +18,16 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let on = s.on.as_ref()?;
-        let (sig, usdt) = self.point(&on.name, on.tracepoint, on.usdt.as_ref())?;
+        let (sig, usdt) = if s.file.is_some() {
+            // A user function's entry: its file's DWARF names the arguments, as for
+            // `session FILE:FUNC`; the uprobe reads them from the registers.
+            self.user = Some(self.open_user_file(s)?);
+            let mut sig = self.user_function(&on.name)?;
+            sig.ret = 0;
+            (sig, None)
+        } else {
+            self.point(&on.name, on.tracepoint, on.usdt.as_ref())?
+        };
         let (params, _) = self.params_of(&sig);
         self.entry_values.clear();
         self.entry_at_others.clear();
@@ -35,12 +46,16 @@ impl Checker<'_> {
             events,
             aggregations,
         } = self.point_body(&scope, index, &label, s);
+        let user = self.user.take();
         let target = Target {
             func: sig.name.clone(),
             slots: params.iter().map(|p| p.slot).collect(),
             ret_slot: 0,
             ret: None,
-            offset: None,
+            offset: user
+                .as_ref()
+                .and_then(|u| u.get(&sig.name))
+                .map(|f| f.offset),
         };
         Some(Session {
             index,
@@ -58,7 +73,11 @@ impl Checker<'_> {
             targets: vec![target],
             several: false,
             skipped: Vec::new(),
-            user: None,
+            // One classic uprobe at the entry, on every kernel: a point has no return.
+            user: user.map(|u| UserSession {
+                path: u.path().display().to_string(),
+                mode: Mode::Uprobe,
+            }),
             span: None,
             on: Some(SpanPoint {
                 name: on.name.name.clone(),

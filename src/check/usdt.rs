@@ -87,6 +87,23 @@ impl Checker<'_> {
                 return None;
             }
         }
+        // The kernel refuses (EINVAL) a uprobe whose `ref_ctr_offset` is not 2-byte aligned,
+        // after the run's other points may have attached: refused here, before any.
+        if let Some(offset) = found
+            .iter()
+            .find_map(|p| p.semaphore.filter(|o| o % 2 != 0))
+        {
+            let d = Diagnostic::new(
+                name.span.clone(),
+                DiagKind::UsdtSemaphore {
+                    probe: probe.clone(),
+                    offset,
+                },
+            )
+            .hint("the program's SDT note is damaged, or was not made by sys/sdt.h: rebuild it");
+            self.error_with(d);
+            return None;
+        }
         let sig = FuncSig {
             name: probe,
             params: first

@@ -7,7 +7,7 @@ use super::INFLIGHT_ENTRIES;
 use super::data::*;
 use super::expr::{self, Phase, Scratch};
 use super::layouts::field_member;
-use super::shapes::{PROFILE_CTX, ProgShape};
+use super::shapes::{PROFILE_CTX, ProgShape, USER_CTX};
 use crate::check::program::*;
 use crate::check::resources::{self, Mode, ProgRole};
 
@@ -171,7 +171,8 @@ fn phases_data(
     };
     // A call given up at a session program's entry must leave the cookie saying so.
     let reject = if fsession { "*fslat_cookie = 0; " } else { "" };
-    let regs = mode.reads_registers();
+    // A user function's `on` point is one uprobe shaped as fexit's program.
+    let regs = mode.reads_registers() || s.user.is_some();
     let mut entry = Phase::new(s, target, false, multi, regs, scratch(reject)).sharing(shared);
     let mut ret = Phase::new(s, target, true, multi, regs, scratch("")).sharing(shared);
     // At return only, the entry filter is the return phase's first lines: what it reads
@@ -347,6 +348,11 @@ fn span_data(s: &Session) -> SessionData {
 fn on_data(s: &Session) -> SessionData {
     let mut data = phases_data(s, &s.targets[0], 0, Mode::Fexit, |_| None, None);
     match &s.on {
+        Some(_) if s.user.is_some() => {
+            // A user function's entry: a classic uprobe, attached by the runtime.
+            data.shape.section = "uprobe".into();
+            data.shape.ctx_decl = USER_CTX;
+        }
         Some(point) => data.shape.section = point.section(),
         None => {
             // A profile: libbpf does not attach a perf event program, the runtime opens

@@ -40,7 +40,7 @@ pub(super) struct CallKey {
 }
 
 const KERNEL_CTX: &str = "unsigned long long *ctx";
-const USER_CTX: &str = "struct fslat_regs *ctx";
+pub(super) const USER_CTX: &str = "struct fslat_regs *ctx";
 pub(super) const PROFILE_CTX: &str = "void *ctx";
 
 /// The trampoline's argument area: one address at entry and return of one call.

@@ -363,6 +363,11 @@ pub enum DiagKind {
         index: usize,
         spec: String,
     },
+    /// A USDT probe whose semaphore the kernel cannot count (not 2-byte aligned).
+    UsdtSemaphore {
+        probe: String,
+        offset: u64,
+    },
     SchedInSpan {
         name: String,
     },
@@ -490,6 +495,7 @@ impl DiagKind {
             UnknownUsdt { .. } => "F0841",
             UsdtAmbiguous { .. } => "F0842",
             UsdtUnreadableArg { .. } => "F0843",
+            UsdtSemaphore { .. } => "F0844",
             SchedInSpan { .. } => "F0808",
             ProfileRate { .. } => "F0830",
         }
@@ -561,6 +567,9 @@ impl DiagKind {
             }
             UsdtUnreadableArg { probe, index, spec } => format!(
                 "USDT probe `{probe}` cannot be attached: its argument {index} (`{spec}`) is in a form libbpf cannot read"
+            ),
+            UsdtSemaphore { probe, offset } => format!(
+                "USDT probe `{probe}` cannot be enabled: its semaphore (file offset 0x{offset:x}) is not 2-byte aligned, and the kernel counts only aligned ones"
             ),
             SchedInSpan { name } => format!(
                 "`{name}` is one thread's time: this span's ends may be different threads"

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::btf::{Btf, FEATURES, Features, FuncSig, KType, KernelTypes, TypeId};
 use crate::bundle::{Bundle, Opened, Variant};
-use crate::check::program::Program;
+use crate::check::program::{Program, UsdtPoint};
 use crate::codegen::Mode;
 use clap::ValueEnum;
 use std::rc::Rc;
@@ -399,14 +399,26 @@ fn absent_functions(
 fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Error> {
     for s in program.sessions.iter().filter(|s| !s.several) {
         // A span's target is its END, which may be a tracepoint.
+        let span_points = s
+            .span
+            .iter()
+            .flat_map(|p| p.starts.iter().map(|s| &s.point).chain([&p.end]));
+        for point in s.on.iter().chain(span_points) {
+            if let Some(usdt) = &point.usdt {
+                check_usdt(&s.label, usdt, point.args)?;
+            }
+        }
+        // A USDT point is no kernel function: its probe was checked above.
         let names: Vec<(&str, bool, usize)> = match (&s.span, &s.on) {
             (Some(span), _) => span
                 .starts
                 .iter()
                 .map(|p| &p.point)
                 .chain([&span.end])
+                .filter(|p| p.usdt.is_none())
                 .map(|p| (p.name.as_str(), p.tracepoint, p.args))
                 .collect(),
+            (_, Some(on)) if on.usdt.is_some() => Vec::new(),
             (_, Some(on)) => vec![(&on.name, on.tracepoint, on.args)],
             // A profile samples the CPUs: no function.
             _ if s.profile.is_some() => Vec::new(),
@@ -446,9 +458,66 @@ fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Er
     Ok(())
 }
 
+/// A bundle's USDT point: the file it was built with is here and has the probe, with the
+/// arguments the program was typed by (their count: libbpf reads each where this file's
+/// note says). The program attaches to the file by the build machine's path.
+fn check_usdt(session: &str, point: &UsdtPoint, args: usize) -> Result<(), Error> {
+    let refuse = |why: String| Error::BundleUsdtProbe {
+        session: session.into(),
+        probe: format!("{}:{}", point.provider, point.name),
+        path: point.path.clone(),
+        why,
+    };
+    let probes = crate::elf::sdt::probes(std::path::Path::new(&point.path))
+        .map_err(|e| refuse(e.to_string()))?;
+    let sites: Vec<_> = probes
+        .iter()
+        .filter(|p| p.provider == point.provider && p.name == point.name)
+        .collect();
+    let Some(first) = sites.first() else {
+        return Err(refuse("the file has no such probe".into()));
+    };
+    if first.args.len() != args {
+        return Err(refuse(format!(
+            "it has {} arguments here, {args} where the bundle was built",
+            first.args.len()
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A bundle's USDT point whose file is gone, or has no SDT notes, is refused at load
+    /// naming the probe and the file.
+    #[test]
+    fn a_usdt_point_whose_file_lacks_the_probe_is_refused() {
+        let point = |path: &str| UsdtPoint {
+            path: path.into(),
+            provider: "fslat".into(),
+            name: "args".into(),
+        };
+        let gone = check_usdt("usdt:args", &point("/nonexistent/fslat-sdt"), 8)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            gone.starts_with(
+                "session usdt:args: USDT probe fslat:args of /nonexistent/fslat-sdt: "
+            ),
+            "{gone}"
+        );
+        assert!(
+            gone.contains("a bundle attaches to the probes of the file it was built with"),
+            "{gone}"
+        );
+        let exe = std::env::current_exe().unwrap().display().to_string();
+        let plain = check_usdt("usdt:args", &point(&exe), 8)
+            .unwrap_err()
+            .to_string();
+        assert!(plain.contains(": the file has no such probe; "), "{plain}");
+    }
 
     #[test]
     fn profiles_start_with_no_feature_and_add_one_at_a_time_in_kernel_order() {

@@ -138,6 +138,15 @@ pub enum Error {
         kernel: String,
     },
     #[error(
+        "session {session}: USDT probe {probe} of {path}: {why}; a bundle attaches to the probes of the file it was built with, at that path: run the script itself on this machine (fslat SCRIPT.fsl)"
+    )]
+    BundleUsdtProbe {
+        session: String,
+        probe: String,
+        path: String,
+        why: String,
+    },
+    #[error(
         "session {session}: tracepoint {name} has {here} arguments in {kernel}, {built} where the bundle was built; its arguments are read by their place: run the script itself on this kernel (fslat SCRIPT.fsl), or build the bundle on a kernel like this one"
     )]
     BundleTracepointArgs {

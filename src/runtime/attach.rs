@@ -46,6 +46,7 @@ pub(super) fn attach(
     let mut multi_links = Vec::new();
     let mut copies: Vec<Copy> = Vec::new();
     let mut profiles = super::profile::Profiles::default();
+    let mut usdt = Vec::new();
     for exits in [true, false] {
         for prog in obj.progs_mut() {
             let name = prog.name().to_string_lossy().into_owned();
@@ -59,7 +60,8 @@ pub(super) fn attach(
                 let s = program.sessions.get(p.session)?;
                 Some((s, user::usdt_point(s, p.role, &name)?))
             }) {
-                links.push(user::attach_usdt(&prog, s, point, settings.target_tgid)?);
+                let pid = settings.target_tgid;
+                links.extend(user::attach_usdt(&prog, s, point, pid, &mut usdt)?);
                 continue;
             }
             if let Some((p, s)) = found.and_then(|p| {

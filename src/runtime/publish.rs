@@ -108,6 +108,7 @@ pub(super) fn summaries(
                 (Some(_), _) => "span",
                 (_, Some(p)) if p.tracepoint => "tp_btf",
                 (_, Some(p)) if p.usdt.is_some() => "usdt",
+                (_, Some(_)) if s.user.is_some() => "uprobe",
                 (_, Some(_)) => "fentry",
                 _ => settings.mode.of_session(s).name(),
             },

@@ -33,7 +33,8 @@ pub fn attach(
             hint,
         }
     };
-    let exit = role == ProgRole::Exit;
+    // An `on` point's one program has fexit's role; it goes at the function's entry.
+    let exit = role == ProgRole::Exit && s.on.is_none();
     match user.mode {
         Mode::UprobeSession | Mode::UprobeMulti => {
             let opts = UprobeMultiOpts {
@@ -75,32 +76,72 @@ pub fn usdt_point<'a>(s: &'a Session, role: ProgRole, name: &str) -> Option<&'a 
 /// Attaches `prog` to every site of USDT probe `point` through libbpf, which sets the
 /// probe's semaphore while the link lives (the uprobe's `ref_ctr_offset`: the kernel
 /// clears it when the link goes, also when fslat is killed); `pid` 0 traces every process.
+/// `attached` is the probes this run attached so far.
+///
+/// Without BPF cookies (before Linux 5.15) libbpf's programs find a site's argument specs
+/// by the address the probe fired at, in one map of the object, one entry per address:
+/// a second program on a probe already attached (an `on` and a span on it, a span from a
+/// probe to itself) fails there with EEXIST. The specs at an address are the same
+/// whichever program reads them, so that program goes on the sites as plain uprobes, with
+/// the probe's semaphore, and finds the first attachment's entries.
 pub fn attach_usdt(
     prog: &ProgramMut<'_>,
     s: &Session,
     point: &UsdtPoint,
     pid: u32,
-) -> Result<Link, RuntimeError> {
+    attached: &mut Vec<UsdtPoint>,
+) -> Result<Vec<Link>, RuntimeError> {
     let pid = if pid == 0 { -1 } else { pid as i32 };
-    prog.attach_usdt(pid, &point.path, &point.provider, &point.name)
-        .map_err(|e| {
-            let (reason, mut hint) = explain(&e);
-            if hint.starts_with("Run with -v") {
-                hint = USDT_WITHOUT_COOKIES;
-            }
-            RuntimeError::UserAttach {
-                session: s.label.clone(),
-                path: point.path.clone(),
-                reason: format!("USDT probe {}:{}: {reason}", point.provider, point.name),
-                hint,
-            }
+    let failed = |e: libbpf_rs::Error| {
+        let (reason, mut hint) = explain(&e);
+        if hint.starts_with("Run with -v") {
+            hint = USDT_WITHOUT_COOKIES;
+        }
+        RuntimeError::UserAttach {
+            session: s.label.clone(),
+            path: point.path.clone(),
+            reason: format!("USDT probe {}:{}: {reason}", point.provider, point.name),
+            hint,
+        }
+    };
+    match prog.attach_usdt(pid, &point.path, &point.provider, &point.name) {
+        Ok(link) => {
+            attached.push(point.clone());
+            Ok(vec![link])
+        }
+        Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists && attached.contains(point) => {
+            usdt_sites(prog, point, pid).map_err(failed)
+        }
+        Err(e) => Err(failed(e)),
+    }
+}
+
+/// Plain uprobes on every site of `point`, each with its semaphore.
+fn usdt_sites(
+    prog: &ProgramMut<'_>,
+    point: &UsdtPoint,
+    pid: i32,
+) -> Result<Vec<Link>, libbpf_rs::Error> {
+    let probes = crate::elf::sdt::probes(std::path::Path::new(&point.path))
+        .map_err(|e| libbpf_rs::Error::from(std::io::Error::other(e.to_string())))?;
+    probes
+        .iter()
+        .filter(|p| p.provider == point.provider && p.name == point.name)
+        .map(|p| {
+            let opts = libbpf_rs::UprobeOpts {
+                ref_ctr_offset: p.semaphore.unwrap_or(0) as usize,
+                ..Default::default()
+            };
+            prog.attach_uprobe_with_opts(pid, &point.path, p.offset as usize, opts)
         })
+        .collect()
 }
 
 /// What libbpf cannot do on a kernel without BPF cookies (before 5.15, such as 5.10): there
 /// it finds a USDT site's argument specs by the address the probe fired at, so it attaches
-/// a probe of a PIE or a shared library only in one process, and one program per site.
-const USDT_WITHOUT_COOKIES: &str = "Before Linux 5.15 (no BPF cookies), libbpf attaches a USDT probe of a PIE or a library only with -p PID or -c CMD, and one point per probe site; run with -v for libbpf's messages.";
+/// a probe of a PIE or a shared library only in one process (`attach_usdt` handles its
+/// other limit, one program per site).
+const USDT_WITHOUT_COOKIES: &str = "Run with -v for libbpf's messages. Before Linux 5.15 (no BPF cookies) libbpf attaches a USDT probe of a PIE or a library only in one process that runs it already: -p PID, or -c CMD.";
 
 /// The kernel's reason, and what to do about it.
 fn explain(e: &libbpf_rs::Error) -> (String, &'static str) {

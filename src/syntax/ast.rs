@@ -48,8 +48,9 @@ pub enum Rate {
     Period(u64),
 }
 
-/// The point of `on POINT [where C] { actions }`: a kernel function's entry or a BTF
-/// tracepoint.
+/// The point of `on POINT [where C] { actions }`: a kernel function's entry, a BTF
+/// tracepoint, a USDT probe or a user function's entry (`FILE:FUNC`: the session's `file`
+/// is FILE).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OnPoint {
     pub name: Ident,

@@ -172,6 +172,7 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
 fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
     let whole = span(&pair);
     let mut point = None;
+    let mut file = None;
     let mut predicate = None;
     let mut actions = None;
     for p in pair.into_inner() {
@@ -199,6 +200,36 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
                     usdt: None,
                 })
             }
+            Rule::on_user => {
+                let whole = span(&p);
+                // `:FUNC`: the main executable of -p or -c, as after `session`.
+                let mut this_file = Ident {
+                    name: String::new(),
+                    span: whole.start..whole.start,
+                };
+                for part in p.into_inner() {
+                    match part.as_rule() {
+                        Rule::user_file => this_file = ident(part),
+                        Rule::user_quoted => {
+                            let mut name = ident(part);
+                            name.name = name.name.trim_matches('"').to_string();
+                            point = Some(OnPoint {
+                                name,
+                                tracepoint: false,
+                                usdt: None,
+                            });
+                        }
+                        _ => {
+                            point = Some(OnPoint {
+                                name: ident(part),
+                                tracepoint: false,
+                                usdt: None,
+                            })
+                        }
+                    }
+                }
+                file = Some(this_file);
+            }
             Rule::pred => predicate = Some(expr(p, errors)),
             Rule::block => actions = Some(block(p, errors)),
             _ => {}
@@ -208,7 +239,7 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
     Session {
         func: point.name.clone(),
         funcs: vec![point.name.clone()],
-        file: None,
+        file,
         predicate,
         actions,
         span: whole,

@@ -2,12 +2,17 @@
  * `fslat:guarded` behind a semaphore (it fires only while traced: the program prints how
  * many times its guarded path ran), `fslat:name` with a string, and `fslat:enter` /
  * `fslat:leave` around a recursive operation (depth 3: the spans nest).
- * Usage: sdt N (each probe N times; `fslat:enter` 3N times). */
+ * Usage: sdt N (each probe N times; `fslat:enter` 3N times).
+ * With UFUNC_GO=FILE in its environment it first waits (polling) until FILE exists: fslat
+ * can attach to it by pid, with the program mapped (libbpf needs its mapping to attach a
+ * PIE's USDT probe on a kernel without BPF cookies). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/sdt.h>
+#include <poll.h>
 #include <time.h>
+#include <unistd.h>
 
 /* sdt_guarded.c: the one probe with a semaphore (sys/sdt.h gives every probe of a file
  * one, or none). Returns whether the probe is enabled (and then fired it). */
@@ -51,6 +56,9 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 1;
 	int guarded = 0;
+	const char *go = getenv("UFUNC_GO");
+	while (go && access(go, F_OK))
+		poll(NULL, 0, 10);
 	const char *name = "fslat-sdt";
 	/* A probe's read of user memory cannot fault a page in: touch the string first. */
 	if (!*(volatile const char *)name)
