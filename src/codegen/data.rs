@@ -104,6 +104,11 @@ pub(super) struct UstackCopyData {
     pub(super) sp_at: usize,
     pub(super) bp_at: usize,
     pub(super) len_at: usize,
+    pub(super) nvmas_at: usize,
+    pub(super) vmas_at: usize,
+    pub(super) vma_size: usize,
+    pub(super) vma_file_at: usize,
+    pub(super) vmas: usize,
     pub(super) bytes_at: usize,
 }
 

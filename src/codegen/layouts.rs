@@ -53,6 +53,11 @@ pub(super) fn ustack_copy(program: &Program) -> Option<UstackCopyData> {
         sp_at: resources::UCOPY_SP_AT,
         bp_at: resources::UCOPY_BP_AT,
         len_at: resources::UCOPY_LEN_AT,
+        nvmas_at: resources::UCOPY_NVMAS_AT,
+        vmas_at: resources::UCOPY_VMAS_AT,
+        vma_size: resources::UCOPY_VMA_SIZE,
+        vma_file_at: resources::UCOPY_VMA_FILE_AT,
+        vmas: resources::UCOPY_VMAS,
         bytes_at: resources::UCOPY_BYTES_AT,
     })
 }
