@@ -292,7 +292,9 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FSLAT_UCOPIES_ENTRIES);
+#ifndef FSLAT_UCOPIES_PREALLOC
 	__uint(map_flags, BPF_F_NO_PREALLOC);
+#endif
 	__type(key, __u64);
 	__type(value, struct fslat_ustack_copy);
 } FSLAT_UCOPIES_MAP SEC(".maps");

@@ -44,9 +44,15 @@ pub(super) fn ustack_files(program: &Program) -> Option<UstackFilesData> {
 
 /// `ustack`'s copies, with `--ustack-bytes`.
 pub(super) fn ustack_copy(program: &Program) -> Option<UstackCopyData> {
+    let prealloc = program.sessions.iter().any(|s| s.profile.is_some());
     (program.uses_ustack && program.ustack_bytes > 0).then_some(UstackCopyData {
         bytes: program.ustack_bytes,
-        entries: resources::UCOPIES_ENTRIES,
+        prealloc,
+        entries: if prealloc {
+            resources::UCOPIES_PREALLOC_ENTRIES
+        } else {
+            resources::UCOPIES_ENTRIES
+        },
         map: resources::UCOPIES_MAP,
         scratch: resources::UCOPY_SCRATCH_MAP,
         ip_at: resources::UCOPY_IP_AT,

@@ -470,19 +470,52 @@ impl StackTable {
         let stack = &stack[..(len as usize).min(stack.len())];
         // The mappings the program resolved at capture (kernels with `bpf_find_vma`),
         // then those read when the process was announced, for the addresses it did not.
-        let mut maps = self.copy_mappings(copy);
-        if maps.is_empty() && !self.mappings.borrow().contains_key(&tgid) {
+        let resolved = self.copy_mappings(copy);
+        if resolved.is_empty() && !self.mappings.borrow().contains_key(&tgid) {
             self.announce(tgid);
         }
-        if let Some(announced) = self.mappings.borrow().get(&tgid) {
-            maps.extend(announced.iter().cloned());
+        let all = || {
+            let mut maps = resolved.clone();
+            if let Some(kept) = self.mappings.borrow().get(&tgid) {
+                maps.extend(kept.iter().cloned());
+            }
+            maps
+        };
+        let mut maps = all();
+        let mut unwound = unwind::unwind(
+            &Space {
+                maps: &maps,
+                cfi: &self.cfi,
+            },
+            regs,
+            stack,
+        );
+        if unwound.end == unwind::End::Error(unwind::NO_FILE) {
+            // The process mapped more since its mappings were read (a profile's first
+            // samples run in the dynamic loader, before libc is mapped): read them again
+            // while it lives, if they still hold those read before (not a program it
+            // exec'd since, whose mappings would name the old one's frames wrongly).
+            let now = maps::read(tgid);
+            let same_program = self.mappings.borrow().get(&tgid).is_none_or(|old| {
+                old.iter().all(|m| {
+                    now.iter()
+                        .any(|n| (n.start, n.end, &n.path) == (m.start, m.end, &m.path))
+                })
+            });
+            if !now.is_empty() && same_program {
+                self.mappings.borrow_mut().insert(tgid, now);
+                maps = all();
+                unwound = unwind::unwind(
+                    &Space {
+                        maps: &maps,
+                        cfi: &self.cfi,
+                    },
+                    regs,
+                    stack,
+                );
+            }
         }
         let maps = maps.as_slice();
-        let space = Space {
-            maps,
-            cfi: &self.cfi,
-        };
-        let unwound = unwind::unwind(&space, regs, stack);
         // Each frame's file (by its index in the mappings, plus one) and offset; a return
         // address is located one byte back (a call that ends a mapping), as symbolized.
         let places: Vec<Option<files::Place>> = unwound

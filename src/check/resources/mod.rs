@@ -92,6 +92,8 @@ pub const UCOPY_VMAS: usize = 24;
 pub const UCOPY_BYTES_AT: usize = UCOPY_VMAS_AT + UCOPY_VMAS * UCOPY_VMA_SIZE;
 /// Distinct (process, stack) copies kept; the map takes memory as it fills.
 pub const UCOPIES_ENTRIES: u32 = 4096;
+/// The same in a script with a profile, whose map is preallocated (9 MiB at 8192 bytes).
+pub const UCOPIES_PREALLOC_ENTRIES: u32 = 1024;
 /// `--ustack-bytes` when not given: perf's `--call-graph dwarf` default, enough for the
 /// C programs and Debian's libc and postgres stacks measured (docs/performance.md).
 pub const UCOPY_DEFAULT: u32 = 8192;
