@@ -125,6 +125,7 @@ struct file___fslatu {
 } __attribute__((preserve_access_index));
 struct vm_area_struct___fslat {
 	unsigned long vm_start;
+	unsigned long vm_end;
 	unsigned long vm_pgoff;
 	struct file___fslatu *vm_file;
 } __attribute__((preserve_access_index));
@@ -139,6 +140,15 @@ struct fslat_ustack_scratch {
 	void *vm_file;
 	__u64 offset;
 	__u32 n;
+	/* A copy's mappings (fslat_ucopy_places): the one found, the ranges of the words that
+	 * may be code addresses, and how many lookups were made. */
+	__u32 finds;
+	__u64 vm_start;
+	__u64 vm_end;
+	__u64 code_lo;
+	__u64 code_span;
+	__u64 lib_lo;
+	__u64 lib_span;
 };
 
 struct {
@@ -250,12 +260,25 @@ static __always_inline void fslat_ustack_files(void *ctx, __u64 key)
  * never share a key; locals that point into libraries may split one stack into several
  * keys, which user space shows as one row (the rows' texts are merged).
  */
+/* A mapping of the process a copied stack's addresses are in (file 0: no file). */
+struct fslat_uvma {
+	__u64 start;
+	__u64 end;
+	__u64 offset; /* in the file, of start */
+	__u32 file;
+	__u32 pad;
+};
+
+#define FSLAT_UCOPY_VMAS 24	/* mappings resolved per copy */
+#define FSLAT_UCOPY_FINDS 48	/* bpf_find_vma calls per copy at most */
+
 struct fslat_ustack_copy {
 	__u64 ip;
 	__u64 sp;
 	__u64 bp;
 	__u32 len;
-	__u32 pad;
+	__u32 nvmas;
+	struct fslat_uvma vmas[FSLAT_UCOPY_VMAS];
 	__u8 bytes[FSLAT_USTACK_COPY];
 };
 
@@ -269,7 +292,9 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FSLAT_UCOPIES_ENTRIES);
+#ifndef FSLAT_UCOPIES_PREALLOC
 	__uint(map_flags, BPF_F_NO_PREALLOC);
+#endif
 	__type(key, __u64);
 	__type(value, struct fslat_ustack_copy);
 } FSLAT_UCOPIES_MAP SEC(".maps");
@@ -303,7 +328,112 @@ static __always_inline struct pt_regs___fslat *fslat_user_regs(void)
 #endif
 }
 
-static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost)
+#ifdef FSLAT_USTACK_FILES
+/*
+ * With bpf_find_vma: the mappings of the copy's instruction pointer and of each copied
+ * word that may be a return address (the word less one, inside its call), with their
+ * files, so user space unwinds and names the stack from them alone, after the process
+ * has exited or exec'd (as fslat_ustack_files does for frame-pointer stacks). A word in
+ * a mapping already found costs a few compares; at most FSLAT_UCOPY_FINDS lookups and
+ * FSLAT_UCOPY_VMAS mappings per copy (user space falls back to the process's mappings).
+ */
+static long fslat_ucopy_vma(void *task, struct vm_area_struct___fslat *vma, void *ctx)
+{
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (!s)
+		return 0;
+	s->vm_start = BPF_CORE_READ(vma, vm_start);
+	s->vm_end = BPF_CORE_READ(vma, vm_end);
+	s->offset = (__u64)BPF_CORE_READ(vma, vm_pgoff) << 12 /* PAGE_SHIFT */;
+	struct file___fslatu *file = BPF_CORE_READ(vma, vm_file);
+	s->vm_file = file;
+	if (!file)
+		return 0;
+	struct inode___fslat *inode = BPF_CORE_READ(file, f_inode);
+	s->id.ino = BPF_CORE_READ(inode, i_ino);
+	s->id.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	s->id.gen = BPF_CORE_READ(inode, i_generation);
+	return 0;
+}
+
+static long fslat_ucopy_step(__u64 i, void *ctx)
+{
+	__u32 zero = 0;
+	struct fslat_ustack_copy *c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (!c || !s)
+		return 1;
+	__u64 w = c->ip;
+	if (i > 0) {
+		__u64 at = (i - 1) * 8;
+		if (at + 8 > c->len || at > FSLAT_USTACK_COPY - 8)
+			return 1;
+		w = *(__u64 *)&c->bytes[at] - 1;
+		if (!(w - s->code_lo < s->code_span || w - s->lib_lo < s->lib_span))
+			return 0;
+	}
+	__u32 n = c->nvmas;
+	/* In a mapping already found? Without branches, so that one state leaves the loop
+	 * (else the verifier walks the lookup below once per way out): w - start < end -
+	 * start as the sign of a difference, all below 2^47; unused entries are empty. */
+	__u64 seen = 0;
+	for (__u32 k = 0; k < FSLAT_UCOPY_VMAS; k++) {
+		__u64 x = w - c->vmas[k].start, span = c->vmas[k].end - c->vmas[k].start;
+		seen |= ((x - span) & ~x) >> 63;
+	}
+	if (seen)
+		return 0;
+	if (n >= FSLAT_UCOPY_VMAS || s->finds >= FSLAT_UCOPY_FINDS)
+		return 1;
+	s->finds++;
+	s->vm_file = NULL;
+	s->vm_end = 0;
+	if (bpf_find_vma(bpf_get_current_task_btf(), w, fslat_ucopy_vma, NULL, 0))
+		return 0;
+	s = fslat_ustack_buf();
+	if (!s || !s->vm_end)
+		return 0;
+	__u32 file = s->vm_file ? fslat_ufile_number(s) : 0;
+	/* Again: the verifier does not keep a map value pointer's bounds across a call. */
+	c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+	s = fslat_ustack_buf();
+	if (!c || !s)
+		return 1;
+	n = c->nvmas;
+	if (n >= FSLAT_UCOPY_VMAS)
+		return 1;
+	c->vmas[n].start = s->vm_start;
+	c->vmas[n].end = s->vm_end;
+	c->vmas[n].offset = s->offset;
+	c->vmas[n].file = file;
+	c->vmas[n].pad = 0;
+	c->nvmas = n + 1;
+	return 0;
+}
+
+static __always_inline void fslat_ucopy_places(__u64 code_lo, __u64 code_span, __u64 lib_lo,
+					       __u64 lib_span)
+{
+	__u32 zero = 0;
+	struct fslat_ustack_copy *c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (!c || !s)
+		return;
+	__builtin_memset(c->vmas, 0, sizeof(c->vmas));
+	s->finds = 0;
+	s->code_lo = code_lo;
+	s->code_span = code_span;
+	s->lib_lo = lib_lo;
+	s->lib_span = lib_span;
+	/* A constant count (the step stops at the copy's end): a count that depends on
+	 * the length copied would make the verifier walk the hash loop above once per
+	 * length. */
+	bpf_loop(FSLAT_USTACK_COPY / 8 + 1, fslat_ucopy_step, NULL, 0);
+}
+#endif
+
+/* `files`: resolve the copy's mappings at capture (not where bpf_find_vma may not run). */
+static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost, bool files)
 {
 	__u32 zero = 0;
 	struct fslat_ustack_copy *c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
@@ -315,7 +445,7 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost)
 	c->ip = BPF_CORE_READ(regs, ip);
 	c->sp = BPF_CORE_READ(regs, sp);
 	c->bp = BPF_CORE_READ(regs, bp);
-	c->pad = 0;
+	c->nvmas = 0;
 	__u64 top = BPF_CORE_READ(mm, start_stack);
 	__u64 code_lo = BPF_CORE_READ(mm, start_code);
 	__u64 code_hi = BPF_CORE_READ(mm, end_code);
@@ -351,8 +481,17 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost)
 		h ^= (((h ^ w) * 0x100000001b3ULL) ^ h) & (0 - in);
 	}
 	__u64 key = ((__u64)tgid << 32) | (__u32)((h ^ (h >> 32)) & (FSLAT_USTACK_SECOND - 1));
-	if (!bpf_map_lookup_elem(&FSLAT_UCOPIES_MAP, &key) &&
-	    bpf_map_update_elem(&FSLAT_UCOPIES_MAP, &key, c, BPF_NOEXIST) &&
+	if (bpf_map_lookup_elem(&FSLAT_UCOPIES_MAP, &key))
+		return key;
+#ifdef FSLAT_USTACK_FILES
+	if (files) {
+		fslat_ucopy_places(code_lo, code_span, lib_lo, lib_span);
+		c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+		if (!c)
+			return ((__u64)tgid << 32) | 0xffffffffULL;
+	}
+#endif
+	if (bpf_map_update_elem(&FSLAT_UCOPIES_MAP, &key, c, BPF_NOEXIST) &&
 	    !bpf_map_lookup_elem(&FSLAT_UCOPIES_MAP, &key)) {
 		/* The map is full: lost. */
 		if (lost)
@@ -372,7 +511,7 @@ static __always_inline __u64 fslat_ustackid_as(void *ctx, void *ring, __u64 *los
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
 #ifdef FSLAT_USTACK_COPY
-	__u64 packed = fslat_ustack_copy(tgid, lost);
+	__u64 packed = fslat_ustack_copy(tgid, lost, files);
 	__s64 id = (__s32)(__u32)packed;
 #else
 	__s64 id = bpf_get_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK);

@@ -210,11 +210,14 @@ pub struct RunArgs {
     ))]
     pub max_in_flight: Option<u32>,
 
-    /// Unwind `ustack` with the files' call-frame information (.eh_frame, .debug_frame),
-    /// from N bytes of each stack copied at capture (8 .. 32768, a multiple of 8; 8192 is
-    /// perf's default): whole stacks of programs built without frame pointers. 0 (the
-    /// default): the kernel's frame-pointer walk
-    #[arg(long, value_name = "N", value_parser = parse_ustack_bytes)]
+    #[arg(long, value_name = "N", value_parser = parse_ustack_bytes, help = format!(
+        "How many bytes of each user stack `ustack` copies at capture, to unwind with the \
+         files' call-frame information (.eh_frame, .debug_frame): whole stacks of programs \
+         built without frame pointers (8 .. {}, a multiple of 8; default {}, perf's). 0: \
+         the kernel's frame-pointer walk instead",
+        driver::UCOPY_MAX,
+        driver::UCOPY_DEFAULT
+    ))]
     pub ustack_bytes: Option<u32>,
 }
 
@@ -249,12 +252,12 @@ fn parse_max_in_flight(s: &str) -> Result<u32, String> {
 }
 
 fn parse_ustack_bytes(s: &str) -> Result<u32, String> {
-    let max = crate::driver::UCOPY_MAX;
+    let (max, default) = (crate::driver::UCOPY_MAX, crate::driver::UCOPY_DEFAULT);
     match s.parse::<u32>() {
         Ok(n) if n <= max && n % 8 == 0 => Ok(n),
         _ if s.is_empty() => Err("the value is empty".into()),
         _ => Err(format!(
-            "`{s}` is not a number of stack bytes to copy (0, or a multiple of 8 up to {max}; 8192 is a good start)"
+            "`{s}` is not a number of stack bytes to copy (0, or a multiple of 8 up to {max}; the default is {default})"
         )),
     }
 }
@@ -419,7 +422,7 @@ impl RunArgs {
             buffer_size: self.buffer_size,
             max_keys: self.max_keys,
             max_in_flight: self.max_in_flight,
-            ustack_bytes: self.ustack_bytes.unwrap_or(0),
+            ustack_bytes: self.ustack_bytes.unwrap_or(driver::UCOPY_DEFAULT),
             no_cache: self.no_cache,
             listen: self.listen,
             web_config: self.web_config.clone(),

@@ -70,7 +70,7 @@ impl Default for Options {
             lookup: crate::elf::Lookup::default(),
             user_mode: None,
             cgroups: no_cgroups,
-            ustack_bytes: 0,
+            ustack_bytes: crate::check::resources::UCOPY_DEFAULT,
         }
     }
 }

@@ -97,6 +97,9 @@ pub(super) struct UstackFilesData {
 #[derive(Serialize)]
 pub(super) struct UstackCopyData {
     pub(super) bytes: u32,
+    /// A profile's program runs in an interrupt, where Linux before 6.1 takes only
+    /// preallocated hash maps: the copies' map is then preallocated, and smaller.
+    pub(super) prealloc: bool,
     pub(super) entries: u32,
     pub(super) map: &'static str,
     pub(super) scratch: &'static str,
@@ -104,6 +107,11 @@ pub(super) struct UstackCopyData {
     pub(super) sp_at: usize,
     pub(super) bp_at: usize,
     pub(super) len_at: usize,
+    pub(super) nvmas_at: usize,
+    pub(super) vmas_at: usize,
+    pub(super) vma_size: usize,
+    pub(super) vma_file_at: usize,
+    pub(super) vmas: usize,
     pub(super) bytes_at: usize,
 }
 

@@ -44,15 +44,26 @@ pub(super) fn ustack_files(program: &Program) -> Option<UstackFilesData> {
 
 /// `ustack`'s copies, with `--ustack-bytes`.
 pub(super) fn ustack_copy(program: &Program) -> Option<UstackCopyData> {
+    let prealloc = program.sessions.iter().any(|s| s.profile.is_some());
     (program.uses_ustack && program.ustack_bytes > 0).then_some(UstackCopyData {
         bytes: program.ustack_bytes,
-        entries: resources::UCOPIES_ENTRIES,
+        prealloc,
+        entries: if prealloc {
+            resources::UCOPIES_PREALLOC_ENTRIES
+        } else {
+            resources::UCOPIES_ENTRIES
+        },
         map: resources::UCOPIES_MAP,
         scratch: resources::UCOPY_SCRATCH_MAP,
         ip_at: resources::UCOPY_IP_AT,
         sp_at: resources::UCOPY_SP_AT,
         bp_at: resources::UCOPY_BP_AT,
         len_at: resources::UCOPY_LEN_AT,
+        nvmas_at: resources::UCOPY_NVMAS_AT,
+        vmas_at: resources::UCOPY_VMAS_AT,
+        vma_size: resources::UCOPY_VMA_SIZE,
+        vma_file_at: resources::UCOPY_VMA_FILE_AT,
+        vmas: resources::UCOPY_VMAS,
         bytes_at: resources::UCOPY_BYTES_AT,
     })
 }

@@ -1,6 +1,7 @@
 //! A process's file mappings, from `/proc/PID/maps`, kept so that a user frame blazesym
 //! cannot name still says which file it is in (`[libc.so.6]+0x2724a`).
 
+#[derive(Debug, Clone)]
 pub struct Mapping {
     pub start: u64,
     pub end: u64,

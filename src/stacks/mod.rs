@@ -468,16 +468,54 @@ impl StackTable {
         let len = u32::from_ne_bytes(copy.get(UCOPY_LEN_AT..UCOPY_LEN_AT + 4)?.try_into().ok()?);
         let stack = copy.get(UCOPY_BYTES_AT..)?;
         let stack = &stack[..(len as usize).min(stack.len())];
-        if !self.mappings.borrow().contains_key(&tgid) {
+        // The mappings the program resolved at capture (kernels with `bpf_find_vma`),
+        // then those read when the process was announced, for the addresses it did not.
+        let resolved = self.copy_mappings(copy);
+        if resolved.is_empty() && !self.mappings.borrow().contains_key(&tgid) {
             self.announce(tgid);
         }
-        let mappings = self.mappings.borrow();
-        let maps = mappings.get(&tgid).map(Vec::as_slice).unwrap_or_default();
-        let space = Space {
-            maps,
-            cfi: &self.cfi,
+        let all = || {
+            let mut maps = resolved.clone();
+            if let Some(kept) = self.mappings.borrow().get(&tgid) {
+                maps.extend(kept.iter().cloned());
+            }
+            maps
         };
-        let unwound = unwind::unwind(&space, regs, stack);
+        let mut maps = all();
+        let mut unwound = unwind::unwind(
+            &Space {
+                maps: &maps,
+                cfi: &self.cfi,
+            },
+            regs,
+            stack,
+        );
+        if unwound.end == unwind::End::Error(unwind::NO_FILE) {
+            // The process mapped more since its mappings were read (a profile's first
+            // samples run in the dynamic loader, before libc is mapped): read them again
+            // while it lives, if they still hold those read before (not a program it
+            // exec'd since, whose mappings would name the old one's frames wrongly).
+            let now = maps::read(tgid);
+            let same_program = self.mappings.borrow().get(&tgid).is_none_or(|old| {
+                old.iter().all(|m| {
+                    now.iter()
+                        .any(|n| (n.start, n.end, &n.path) == (m.start, m.end, &m.path))
+                })
+            });
+            if !now.is_empty() && same_program {
+                self.mappings.borrow_mut().insert(tgid, now);
+                maps = all();
+                unwound = unwind::unwind(
+                    &Space {
+                        maps: &maps,
+                        cfi: &self.cfi,
+                    },
+                    regs,
+                    stack,
+                );
+            }
+        }
+        let maps = maps.as_slice();
         // Each frame's file (by its index in the mappings, plus one) and offset; a return
         // address is located one byte back (a call that ends a mapping), as symbolized.
         let places: Vec<Option<files::Place>> = unwound
@@ -517,6 +555,34 @@ impl StackTable {
             frames,
             lost: false,
         })
+    }
+
+    /// The mappings with a file the program resolved when it copied the stack (`struct
+    /// fslat_ustack_copy`'s `vmas`; none on kernels without `bpf_find_vma`).
+    fn copy_mappings(&self, copy: &[u8]) -> Vec<maps::Mapping> {
+        use crate::check::resources::{
+            UCOPY_NVMAS_AT, UCOPY_VMA_FILE_AT, UCOPY_VMA_SIZE, UCOPY_VMAS, UCOPY_VMAS_AT,
+        };
+        let Some(files) = &self.files else {
+            return Vec::new();
+        };
+        let u64_at = |at: usize| Some(u64::from_ne_bytes(copy.get(at..at + 8)?.try_into().ok()?));
+        let u32_at = |at: usize| Some(u32::from_ne_bytes(copy.get(at..at + 4)?.try_into().ok()?));
+        let n = u32_at(UCOPY_NVMAS_AT).unwrap_or(0) as usize;
+        (0..n.min(UCOPY_VMAS))
+            .filter_map(|k| {
+                let at = UCOPY_VMAS_AT + k * UCOPY_VMA_SIZE;
+                let file = u32_at(at + UCOPY_VMA_FILE_AT)?;
+                let (start, end) = (u64_at(at)?, u64_at(at + 8)?);
+                (file != 0 && start < end).then_some(())?;
+                Some(maps::Mapping {
+                    start,
+                    end,
+                    offset: u64_at(at + 16)?,
+                    path: files.path(file)?,
+                })
+            })
+            .collect()
     }
 
     fn user_frames(&self, tgid: u32, addrs: &[u64]) -> Vec<Frame> {

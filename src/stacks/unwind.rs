@@ -22,6 +22,9 @@ use std::rc::Rc;
 /// The most frames of a stack (the kernel's default `perf_event_max_stack`).
 pub const MAX_FRAMES: usize = 127;
 
+/// Why a stack ends at an address in no mapped file.
+pub const NO_FILE: &str = "address in no file";
+
 /// The user registers at capture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Regs {
@@ -289,7 +292,7 @@ pub fn unwind(space: &dyn Space, regs: Regs, stack: &[u8]) -> Unwound {
                 ra: Some(-8),
                 bp: Some(-16),
             },
-            None if space.file_at(lookup).is_none() => break End::Error("address in no file"),
+            None if space.file_at(lookup).is_none() => break End::Error(NO_FILE),
             None => break End::Error("no call-frame information and no frame pointer"),
         };
         let Rule::Frame {

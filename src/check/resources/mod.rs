@@ -73,7 +73,10 @@ pub const UFILES_ENTRIES: u32 = 4096;
 /// With `--ustack-bytes N` (`Program::ustack_bytes`), `ustack`'s copies (fslat_stacks.bpf.h,
 /// `fslat_ustack_copy`): by the packed ustack key, `struct fslat_ustack_copy`: the user
 /// `ip`, `sp`, `bp` (`u64`s at `UCOPY_IP_AT`, `UCOPY_SP_AT`, `UCOPY_BP_AT`), the `u32`
-/// length copied at `UCOPY_LEN_AT`, and the stack's bytes from `sp` on at `UCOPY_BYTES_AT`.
+/// length copied at `UCOPY_LEN_AT`, the `u32` number of mappings resolved at capture at
+/// `UCOPY_NVMAS_AT` (kernels with `bpf_find_vma`) and `UCOPY_VMAS` of them at `UCOPY_VMAS_AT`
+/// (each `UCOPY_VMA_SIZE` bytes: `u64` start, end and file offset of start, `u32` file
+/// number in `UFILES_MAP`, 0 for none), and the stack's bytes from `sp` on at `UCOPY_BYTES_AT`.
 pub const UCOPIES_MAP: &str = "fslat_ucopies";
 /// The per-CPU work area of one copy (only the kernel side reads it).
 pub const UCOPY_SCRATCH_MAP: &str = "fslat_ucopy_scratch";
@@ -81,9 +84,19 @@ pub const UCOPY_IP_AT: usize = 0;
 pub const UCOPY_SP_AT: usize = 8;
 pub const UCOPY_BP_AT: usize = 16;
 pub const UCOPY_LEN_AT: usize = 24;
-pub const UCOPY_BYTES_AT: usize = 32;
+pub const UCOPY_NVMAS_AT: usize = 28;
+pub const UCOPY_VMAS_AT: usize = 32;
+pub const UCOPY_VMA_SIZE: usize = 32;
+pub const UCOPY_VMA_FILE_AT: usize = 24;
+pub const UCOPY_VMAS: usize = 24;
+pub const UCOPY_BYTES_AT: usize = UCOPY_VMAS_AT + UCOPY_VMAS * UCOPY_VMA_SIZE;
 /// Distinct (process, stack) copies kept; the map takes memory as it fills.
 pub const UCOPIES_ENTRIES: u32 = 4096;
+/// The same in a script with a profile, whose map is preallocated (9 MiB at 8192 bytes).
+pub const UCOPIES_PREALLOC_ENTRIES: u32 = 1024;
+/// `--ustack-bytes` when not given: perf's `--call-graph dwarf` default, enough for the
+/// C programs and Debian's libc and postgres stacks measured (docs/performance.md).
+pub const UCOPY_DEFAULT: u32 = 8192;
 /// The most `--ustack-bytes` (perf's `--call-graph dwarf` takes up to 65528).
 pub const UCOPY_MAX: u32 = 32768;
 /// `percentiles`' interval generation, which user space bumps before each `-i` read
