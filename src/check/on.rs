@@ -67,6 +67,7 @@ impl Checker<'_> {
                 usdt,
             }),
             profile: None,
+            offcpu: false,
         })
     }
 
