@@ -1,8 +1,8 @@
 // A known off-CPU profile: sleepy() calls nap() 100 times, and nap() sleeps 10 ms with
 // the nanosleep system call made in place (no libc frame: the user stack at the switch
-// out is nap <- sleepy <- main, by frame pointers). With the argument `spin`, a thread
+// out is nap <- sleepy <- main, by frame pointers). A thread
 // named spinner spins beside it on the same CPU (both are bound to CPU 0) until the naps
-// are over, so each wakeup finds the CPU busy.
+// are over, so each wakeup finds the CPU busy (`sleeper alone`: no spinner).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 	CPU_ZERO(&one);
 	CPU_SET(0, &one);
 	sched_setaffinity(0, sizeof(one), &one);
-	int spinner = argc > 1 && strcmp(argv[1], "spin") == 0;
+	int spinner = !(argc > 1 && strcmp(argv[1], "alone") == 0);
 	pthread_t t;
 	if (spinner) {
 		pthread_create(&t, NULL, spin, NULL);
