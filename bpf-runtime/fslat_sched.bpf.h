@@ -91,6 +91,15 @@ static __always_inline long fslat_task_state(void *task)
 	return BPF_CORE_READ((struct task_struct___fslat_sched_old *)task, state);
 }
 
+/* The current thread's totals at one moment, indexed by FSLAT_SCHED_ONCPU.. */
+struct fslat_sched_snap {
+	__u64 v[5];
+};
+
+/* FSLAT_SCHED_STATES_ONLY: what an offcpu item shares with the hooks above (the states
+ * a switch leaves a thread in, read the same way); its own hooks are in its template. */
+#ifndef FSLAT_SCHED_STATES_ONLY
+
 #ifdef FSLAT_SCHED_WAIT
 /* A slot's index, checked by the caller, masked where clang cannot drop it: 5.10's
  * verifier does not keep the caller's bounds through clang's 32-bit arithmetic. */
@@ -188,11 +197,6 @@ static __always_inline void fslat_sched_gone(void *task)
 	bpf_map_delete_elem(&FSLAT_SCHED_MAP, &tid);
 }
 #endif
-
-/* The current thread's totals at one moment, indexed by FSLAT_SCHED_ONCPU.. */
-struct fslat_sched_snap {
-	__u64 v[5];
-};
 
 /*
  * The current thread's totals at time t (it runs now), read together. The thread can be
@@ -420,4 +424,5 @@ int fslat_sched_wakeup(unsigned long long *ctx)
 	return 0;
 }
 
+#endif /* FSLAT_SCHED_STATES_ONLY */
 #endif /* FSLAT_SCHED_BPF_H */

@@ -102,14 +102,22 @@ impl Checker<'_> {
             };
             fields.push(("ret".into(), 0..0, ret));
         }
-        if !self.at_point {
+        if !self.at_point || self.in_offcpu {
             fields.push((
                 "latency".into(),
                 0..0,
                 builtin(builtins::LATENCY, Ty::Duration),
             ));
         }
-        Ok(fields)
+        if self.in_offcpu {
+            let runq = Builtin::named("runq").expect("runq is a builtin");
+            fields.push(("runq".into(), 0..0, builtin(runq, Ty::Duration)));
+        }
+        // An offcpu item's task is the one that left: read as it leaves.
+        fields
+            .into_iter()
+            .map(|(name, at, v)| Ok((name, at, self.offcpu_saved(v, 0..0)?)))
+            .collect()
     }
 
     /// `emit EXPR [as NAME], ...`'s fields, each named once (and once in JSON).

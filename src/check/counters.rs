@@ -52,6 +52,10 @@ pub enum Shown {
     Sessions,
     /// Spans only: their ledger.
     Spans,
+    /// Spans and offcpu items: their map of what is in flight.
+    SpansAndOffcpu,
+    /// Offcpu items only.
+    Offcpu,
     /// Sessions that read `oncpu` and its kin.
     WithSched,
     /// Profiles only.
@@ -175,17 +179,17 @@ pub const UNMATCHED: Counter = Counter {
 };
 pub const EVICTED: Counter = Counter {
     name: "evicted",
-    about: "Spans: STARTs lost because the span's map was full (--max-in-flight), or nested deeper than 16 on one thread.",
+    about: "Spans: STARTs lost because the span's map was full (--max-in-flight), or nested deeper than 16 on one thread. Offcpu: stretches not followed because the map of threads off the CPU was full.",
     source: Source::Bpf {
-        counted_in: "a span's START (templates/span.bpf.c.hbs)",
+        counted_in: "a span's START (templates/span.bpf.c.hbs), an offcpu switch out (templates/offcpu.bpf.c.hbs)",
     },
-    shown: Shown::Spans,
+    shown: Shown::SpansAndOffcpu,
 };
 pub const IN_FLIGHT: Counter = Counter {
     name: "in_flight",
-    about: "Spans: STARTs still waiting for their END.",
+    about: "Spans: STARTs still waiting for their END. Offcpu: threads still off the CPU at the end (their stretch gives no event).",
     source: Source::InFlight,
-    shown: Shown::Spans,
+    shown: Shown::SpansAndOffcpu,
 };
 
 pub const STR_UNREAD: Counter = Counter {
@@ -197,6 +201,14 @@ pub const STR_UNREAD: Counter = Counter {
     shown: Shown::WhereCounted,
 };
 
+pub const STRETCHES: Counter = Counter {
+    name: "stretches",
+    about: "Offcpu: stretches off the CPU that passed the filter at the switch out and ended (the thread came back on a CPU).",
+    source: Source::Bpf {
+        counted_in: "an offcpu switch in (templates/return_phase.bpf.c.hbs)",
+    },
+    shown: Shown::Offcpu,
+};
 pub const SAMPLES: Counter = Counter {
     name: "samples",
     about: "Profiles: samples taken on every CPU, before -p, -c, --cgroup and `where`.",
@@ -213,10 +225,10 @@ pub const LOST: Counter = Counter {
 };
 
 /// Every counter, in the order the summaries show them.
-pub const ALL: [Counter; 20] = [
+pub const ALL: [Counter; 21] = [
     CALLS, MATCHED, ERRORS, DROPPED, EVENTS, UNPAIRED, AGG_LOST, FUNCTIONS, STACK_LOST, MISSED,
-    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT, SAMPLES, LOST,
-    STR_UNREAD,
+    SCHED_LOST, STARTED, COMPLETED, RESTARTED, UNMATCHED, EVICTED, IN_FLIGHT, STRETCHES, SAMPLES,
+    LOST, STR_UNREAD,
 ];
 
 impl Counter {
@@ -279,7 +291,7 @@ mod tests {
             offsets,
             (0..offsets.len()).map(|i| 8 * i).collect::<Vec<_>>()
         );
-        assert_eq!(struct_size(), 8 * 15);
+        assert_eq!(struct_size(), 8 * 16);
         assert_eq!(EVENTS.offset(), None);
         assert_eq!(UNPAIRED.offset(), Some(32));
     }

@@ -18,6 +18,7 @@ mod functions;
 mod lhist;
 mod members;
 mod names;
+mod offcpu;
 mod on;
 mod operators;
 mod phases;
@@ -83,6 +84,8 @@ pub fn check_with(
         span_start: None,
         in_span: false,
         at_point: false,
+        in_offcpu: false,
+        offcpu_saving: false,
         args: BTreeMap::new(),
         fixing: None,
         lets: Vec::new(),
@@ -190,6 +193,11 @@ struct Checker<'k> {
     in_span: bool,
     /// While an `on` item is checked: names of a call's return are refused.
     at_point: bool,
+    /// While an `offcpu` item is checked: `latency` and `runq` are the stretch's.
+    in_offcpu: bool,
+    /// While an `offcpu` item's actions are checked: its other names are read at the
+    /// switch out and saved (`offcpu::saved_name`).
+    offcpu_saving: bool,
     /// The run-time arguments used so far (`Options::runtime_args`), by number.
     args: BTreeMap<usize, ScriptArg>,
     /// While an expression whose value is compiled in is checked: what needs it (its
@@ -248,6 +256,9 @@ impl<'k> Checker<'k> {
         }
         if s.profile.is_some() {
             return self.profile_session(index, label, s);
+        }
+        if s.offcpu {
+            return self.offcpu_session(index, label, s);
         }
         if s.file.is_some() {
             self.user = Some(self.open_user_file(s)?);
@@ -340,6 +351,7 @@ impl<'k> Checker<'k> {
             span: None,
             on: None,
             profile: None,
+            offcpu: false,
         })
     }
 

@@ -86,6 +86,9 @@ impl Checker<'_> {
             return Ok(value.clone());
         }
         if let Some(def) = Builtin::named(name) {
+            if let Some(read) = self.offcpu_name(scope, def, name, span.clone()) {
+                return read;
+            }
             if self.at_point && def.at_return && !matches!(def.ty, BuiltinTy::Stack(_)) {
                 return Err(self.at_point_only(name, span));
             }

@@ -167,6 +167,12 @@ pub struct Session {
     /// `on` point's: its `where`, then the actions; no function, no latency.
     #[serde(default)]
     pub profile: Option<Rate>,
+    /// `offcpu`: a thread's stretch off the CPU, from the scheduler's switch hooks. Its
+    /// "entry" is the switch out, run as the thread leaving: `entry_filter` decides there
+    /// whether the stretch is followed, and every name but `latency` and `runq` is read
+    /// there, as an `entry_values` (check/offcpu.rs); its "return" is the switch back in.
+    #[serde(default)]
+    pub offcpu: bool,
 }
 
 /// How often a profile samples each CPU.

@@ -20,26 +20,30 @@ pub(super) struct Uses {
 /// What `sessions` use.
 pub(super) fn of(sessions: &[Session]) -> Uses {
     let mut u = Uses::default();
-    for e in sessions.iter().flat_map(Session::exprs) {
-        e.visit(&mut |x| match x.kind {
-            ExprKind::Path(_) => u.path = true,
-            ExprKind::Builtin(b) => match b.ty {
-                BuiltinTy::Stack(StackKind::Kernel) => u.kstack = true,
-                BuiltinTy::Stack(StackKind::User) => u.ustack = true,
-                BuiltinTy::WaitStack(StackKind::Kernel) => {
-                    u.sched = true;
-                    u.kstack = true;
-                    u.wait_kstack = true;
-                }
-                BuiltinTy::WaitStack(StackKind::User) => {
-                    u.sched = true;
-                    u.ustack = true;
-                    u.wait_ustack = true;
-                }
-                _ => u.sched |= b.reads_sched(),
-            },
-            _ => {}
-        });
+    for s in sessions {
+        // An offcpu item's `runq` is its stretch's, which its own hooks measure.
+        let calls = !s.offcpu;
+        for e in s.exprs() {
+            e.visit(&mut |x| match x.kind {
+                ExprKind::Path(_) => u.path = true,
+                ExprKind::Builtin(b) => match b.ty {
+                    BuiltinTy::Stack(StackKind::Kernel) => u.kstack = true,
+                    BuiltinTy::Stack(StackKind::User) => u.ustack = true,
+                    BuiltinTy::WaitStack(StackKind::Kernel) => {
+                        u.sched = true;
+                        u.kstack = true;
+                        u.wait_kstack = true;
+                    }
+                    BuiltinTy::WaitStack(StackKind::User) => {
+                        u.sched = true;
+                        u.ustack = true;
+                        u.wait_ustack = true;
+                    }
+                    _ => u.sched |= calls && b.reads_sched(),
+                },
+                _ => {}
+            });
+        }
     }
     u
 }

@@ -20,6 +20,8 @@ pub(super) struct ProgramData {
     pub(super) uses_ustack: bool,
     /// The scheduler hooks of `oncpu` and its kin.
     pub(super) uses_sched: bool,
+    /// An offcpu item: the scheduler header's task states, without its per-call hooks.
+    pub(super) uses_offcpu: bool,
     /// `wait_kstack`, `wait_ustack`: the hooks take the stacks where a thread leaves.
     pub(super) wait_kstack: bool,
     pub(super) wait_ustack: bool,
@@ -259,6 +261,8 @@ pub(super) struct SessionData {
     pub(super) on: bool,
     /// A profile's one program (an `on` program at a perf event): it counts every sample.
     pub(super) profile: bool,
+    /// An offcpu item's programs at the scheduler's switch and wakeup.
+    pub(super) offcpu: bool,
     /// The return phase reads the clock (a span's END reads it in the template).
     pub(super) reads_now: bool,
     /// It reads the scheduler's totals: a call in flight makes the hooks follow its thread.

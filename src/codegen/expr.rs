@@ -259,8 +259,13 @@ impl<'p> Phase<'p> {
             }
             C::Stack(StackKind::User) => {
                 let c = self.counter(&counters::STACK_LOST);
+                // At a switch out interrupts are off: the frames are placed in their files
+                // in user space, as the scheduler hooks' are (bpf-runtime/fslat_sched.bpf.h).
+                let files = !self.session.offcpu;
                 self.declare("fslat_ustack", || {
-                    format!("__u64 fslat_ustack = fslat_ustackid(ctx, &{EVENTS_MAP}, {c});")
+                    format!(
+                        "__u64 fslat_ustack = fslat_ustackid_as(ctx, &{EVENTS_MAP}, {c}, {files});"
+                    )
                 })
             }
             C::Str { .. } => {
@@ -341,7 +346,7 @@ impl<'p> Phase<'p> {
     /// The clock now (in the return phase: the call's end). A span's END reads it in its
     /// template, as soon as it found the start, so `latency` leaves out its own work.
     fn now(&mut self) -> String {
-        if self.at_return && self.session.span.is_some() {
+        if self.at_return && (self.session.span.is_some() || self.session.offcpu) {
             self.declared.insert("fslat_now".into());
             return "fslat_now".into();
         }
@@ -370,6 +375,12 @@ impl<'p> Phase<'p> {
     /// time at entry and at the clock at return: what is read at both ends on this clock
     /// adds up to `latency`.
     fn sched(&mut self) -> String {
+        if self.session.offcpu {
+            // An offcpu stretch's `runq`, which its template computes at the switch in.
+            return self.declare("fslat_sched_snap", || {
+                "struct fslat_sched_snap fslat_sched_snap = { .v = { [FSLAT_SCHED_RUNQ] = fslat_runq } };".into()
+            });
+        }
         let clock = if self.at_return {
             self.now()
         } else {

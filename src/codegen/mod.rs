@@ -57,6 +57,7 @@ fn program_data(program: &Program, mode: Mode) -> ProgramData {
         uses_kstack: program.uses_kstack,
         uses_ustack: program.uses_ustack,
         uses_sched: program.uses_sched,
+        uses_offcpu: program.sessions.iter().any(|s| s.offcpu),
         wait_kstack: program.wait_kstack,
         wait_ustack: program.wait_ustack,
         no_stack: resources::NO_STACK,

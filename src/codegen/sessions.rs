@@ -18,6 +18,7 @@ pub(super) fn all(program: &Program, mode: Mode) -> Vec<SessionData> {
         .iter()
         .flat_map(|s| match mode.of_session(s) {
             _ if s.span.is_some() => vec![span_data(s)],
+            _ if s.offcpu => vec![offcpu_data(s)],
             _ if s.on.is_some() || s.profile.is_some() => vec![on_data(s)],
             m if mode.shares_body(s) => vec![multi_session_data(s, m, true)],
             m @ (Mode::FsessionMulti
@@ -255,6 +256,7 @@ fn phases_data(
         span: None,
         on: false,
         profile: false,
+        offcpu: false,
         reads_now: ret.reads_now(),
         sched: s.uses_sched(),
     }
@@ -344,6 +346,14 @@ fn span_data(s: &Session) -> SessionData {
 }
 
 /// An `on` point: fexit mode's one program (the filter, then the actions), attached at
+/// An offcpu item: fentry mode's two phases, the entry's at the switch out (a function
+/// the switch program calls for the thread leaving), the return's at the switch in.
+fn offcpu_data(s: &Session) -> SessionData {
+    let mut data = phases_data(s, &s.targets[0], 0, Mode::Fentry, |_| None, None);
+    data.offcpu = true;
+    data
+}
+
 /// the point instead of a return; `ts` is the point's time.
 fn on_data(s: &Session) -> SessionData {
     let mut data = phases_data(s, &s.targets[0], 0, Mode::Fexit, |_| None, None);

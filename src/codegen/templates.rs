@@ -64,6 +64,7 @@ pub(super) const TEMPLATE_TEXTS: &[(&str, &str)] = &[
     ),
     ("span", include_str!("../../templates/span.bpf.c.hbs")),
     ("on", include_str!("../../templates/on.bpf.c.hbs")),
+    ("offcpu", include_str!("../../templates/offcpu.bpf.c.hbs")),
 ];
 
 /// The templates compiled so far. Compiling one is costly (handlebars' pest grammar, and
@@ -88,6 +89,8 @@ pub(super) fn render(data: &ProgramData) -> String {
     for s in &data.sessions {
         wanted.push(if s.span.is_some() {
             "span"
+        } else if s.offcpu {
+            "offcpu"
         } else if s.on || s.profile {
             "on"
         } else if s.exit_only {
@@ -118,9 +121,10 @@ pub(super) fn render(data: &ProgramData) -> String {
 }
 
 /// The partials `program` picks by the data (`render`), not by its text alone.
-const SHAPES: [&str; 7] = [
+const SHAPES: [&str; 8] = [
     "aggregation_map",
     "span",
+    "offcpu",
     "on",
     "fexit",
     "fentry",

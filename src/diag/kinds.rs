@@ -375,6 +375,8 @@ pub enum DiagKind {
     ProfileRate {
         rate: String,
     },
+    /// An offcpu `where` term that joins `latency`/`runq` to the thread's names with `or`.
+    OffcpuMixedWhere,
 }
 
 impl DiagKind {
@@ -498,6 +500,7 @@ impl DiagKind {
             UsdtSemaphore { .. } => "F0844",
             SchedInSpan { .. } => "F0808",
             ProfileRate { .. } => "F0830",
+            OffcpuMixedWhere => "F0831",
         }
     }
 
@@ -574,6 +577,7 @@ impl DiagKind {
             SchedInSpan { name } => format!(
                 "`{name}` is one thread's time: this span's ends may be different threads"
             ),
+            OffcpuMixedWhere => "an offcpu `where` decides on the thread's names when it leaves the CPU and on `latency` and `runq` when it comes back: a term cannot mix them".into(),
             ProfileRate { rate } => format!(
                 "a profile samples each CPU at least once and at most 100000 times a second (every 10us): `{rate}` is neither"
             ),

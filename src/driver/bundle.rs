@@ -422,6 +422,8 @@ fn check_functions(program: &Program, kernel: &dyn KernelTypes) -> Result<(), Er
             (_, Some(on)) => vec![(&on.name, on.tracepoint, on.args)],
             // A profile samples the CPUs: no function.
             _ if s.profile.is_some() => Vec::new(),
+            // An offcpu item is at the scheduler's tracepoints, in every kernel fslat runs on.
+            _ if s.offcpu => Vec::new(),
             _ => s
                 .targets
                 .iter()

@@ -192,6 +192,7 @@ pub fn compile_script(
             if s.span.is_none()
                 && s.on.is_none()
                 && s.profile.is_none()
+                && !s.offcpu
                 && s.user.is_none()
                 && mode.of_session(s) != mode
             {

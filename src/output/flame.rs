@@ -1,7 +1,7 @@
 //! `--flamegraph FILE.svg`: the stack counts of a run drawn by inferno (the port of
 //! flamegraph.pl) as interactive SVGs, from the lines `-f folded` prints.
 
-use super::folded::{lines, stack_count_aggregations};
+use super::folded::{lines, stack_count_aggregations, unit};
 use super::interval::IntervalStamp;
 use super::{AggResult, Summary, Writer};
 use crate::check::program::{EventSchema, Program};
@@ -19,7 +19,7 @@ pub struct Graph {
     pub name: String,
     /// The aggregation as the script wrote it (`count() by kstack`).
     pub title: String,
-    /// What a count counts: `calls`, or a profile's `samples`.
+    /// What a count counts: `calls`, a profile's `samples`, or `us` of a sum of time.
     pub unit: &'static str,
     pub counts: BTreeMap<String, u64>,
 }
@@ -38,11 +38,7 @@ impl Flames {
                 session: s.label.clone(),
                 name: a.name.clone(),
                 title: a.title.clone(),
-                unit: if s.profile.is_some() {
-                    "samples"
-                } else {
-                    "calls"
-                },
+                unit: unit(s, a),
                 counts: BTreeMap::new(),
             })
             .collect();

@@ -15,7 +15,25 @@ pub const KERNEL_MARK: &str = "_[k]";
 
 /// Whether `a` makes a flame graph: a `count()` with a `kstack` or `ustack` key.
 fn is_stack_count(a: &Aggregation) -> bool {
-    a.func.name() == "count" && a.keys.iter().any(|k| matches!(k.kind, FieldKind::Stack(_)))
+    weighed(a.func.name(), a.duration)
+        && a.keys.iter().any(|k| matches!(k.kind, FieldKind::Stack(_)))
+}
+
+/// Whether an aggregation weighs its stacks: `count()` by calls or samples, `sum()` of a
+/// duration by time (an offcpu item's `sum(latency)`).
+fn weighed(func: &str, duration: bool) -> bool {
+    func == "count" || (func == "sum" && duration)
+}
+
+/// What one of a stack line's units is: `calls` (a session's count), `samples` (a
+/// profile's) or `us` (a sum of durations, in microseconds, as BCC's `offcputime -f`
+/// folds them).
+pub fn unit(s: &Session, a: &Aggregation) -> &'static str {
+    match a.func.name() {
+        "sum" => "us",
+        _ if s.profile.is_some() => "samples",
+        _ => "calls",
+    }
 }
 
 /// The stack counts of `program` with their sessions, in program order.
@@ -56,9 +74,11 @@ fn frame(v: &Value) -> String {
 /// aggregation that is not a stack count.
 pub fn lines(a: &AggResult) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    if a.func.name() != "count" {
+    if !weighed(a.func.name(), a.duration) {
         return out;
     }
+    // A sum of durations is drawn in microseconds: a count's unit is one call.
+    let per_unit = if a.func.name() == "sum" { 1000 } else { 1 };
     for row in &a.rows {
         if !row.keys.iter().any(|k| matches!(k, Value::Stack(_))) {
             continue;
@@ -74,9 +94,14 @@ pub fn lines(a: &AggResult) -> BTreeMap<String, u64> {
                 .any(|k| matches!(k, Value::Stack(s) if s.kind == kind))
         };
         let mixed = kinds(StackKind::Kernel) && kinds(StackKind::User);
-        let line = row
-            .keys
-            .iter()
+        // The user frames call the kernel's: in a line of both, the user stack comes
+        // first (nearer the root) whatever the keys' order.
+        let mut keys: Vec<&Value> = row.keys.iter().collect();
+        if mixed {
+            keys.sort_by_key(|k| matches!(k, Value::Stack(s) if s.kind == StackKind::Kernel));
+        }
+        let line = keys
+            .into_iter()
             .map(|k| match k {
                 Value::Stack(s) if mixed && s.kind == StackKind::Kernel && !s.lost => {
                     super::stack_text(s)
@@ -94,7 +119,10 @@ pub fn lines(a: &AggResult) -> BTreeMap<String, u64> {
             .filter(|part| !part.is_empty())
             .collect::<Vec<_>>()
             .join(";");
-        *out.entry(line).or_insert(0) += n.max(0) as u64;
+        let n = n.max(0) as u64 / per_unit;
+        if n > 0 {
+            *out.entry(line).or_insert(0) += n;
+        }
     }
     out
 }

@@ -105,6 +105,7 @@ pub(super) fn summaries(
             label: s.label.clone(),
             mode: match (&s.span, &s.on) {
                 _ if s.profile.is_some() => "perf_event",
+                _ if s.offcpu => "tp_btf",
                 (Some(_), _) => "span",
                 (_, Some(p)) if p.tracepoint => "tp_btf",
                 (_, Some(p)) if p.usdt.is_some() => "usdt",
@@ -117,9 +118,13 @@ pub(super) fn summaries(
         for c in &counters::ALL {
             let has = match c.shown {
                 Shown::Always | Shown::WhereCounted => true,
-                Shown::Sessions => s.span.is_none() && s.on.is_none() && s.profile.is_none(),
+                Shown::Sessions => {
+                    s.span.is_none() && s.on.is_none() && s.profile.is_none() && !s.offcpu
+                }
                 Shown::Profiles => s.profile.is_some(),
                 Shown::Spans => s.span.is_some(),
+                Shown::SpansAndOffcpu => s.span.is_some() || s.offcpu,
+                Shown::Offcpu => s.offcpu,
                 Shown::WithAggregations => !s.aggregations.is_empty(),
                 Shown::WithStacks => s.uses_stacks(),
                 Shown::WithSched => s.uses_sched(),

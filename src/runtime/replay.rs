@@ -36,6 +36,7 @@ pub fn eligible(program: &Program, settings: &Settings) -> bool {
         && program.sessions.iter().all(|s| {
             s.user.is_none()
                 && s.profile.is_none()
+                && !s.offcpu
                 && !s.at_usdt()
                 && !matches!(
                     settings.mode.of_session(s),

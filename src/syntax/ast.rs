@@ -31,6 +31,8 @@ pub struct Session {
     pub on: Option<OnPoint>,
     /// `profile RATE`: the session samples every CPU; `func` is `profile`.
     pub profile: Option<ProfileRate>,
+    /// `offcpu`: the session is a thread's stretch off the CPU; `func` is `offcpu`.
+    pub offcpu: bool,
 }
 
 /// A profile's rate as written, with where.

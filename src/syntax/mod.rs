@@ -43,6 +43,7 @@ pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
             }
             Rule::on => sessions.push(on_item(pair, &mut errors)),
             Rule::profile => sessions.push(profile_item(pair, &mut errors)),
+            Rule::offcpu => sessions.push(offcpu_item(pair, &mut errors)),
             _ => {}
         }
     }
@@ -134,6 +135,7 @@ fn session(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         ends: None,
         on: None,
         profile: None,
+        offcpu: false,
     }
 }
 
@@ -165,6 +167,7 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         }),
         on: None,
         profile: None,
+        offcpu: false,
     }
 }
 
@@ -246,6 +249,7 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         ends: None,
         on: Some(point),
         profile: None,
+        offcpu: false,
     }
 }
 
@@ -293,6 +297,36 @@ fn profile_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         ends: None,
         on: None,
         profile: Some(rate),
+        offcpu: false,
+    }
+}
+
+/// `offcpu [where C] { actions }`, as a session named `offcpu`.
+fn offcpu_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
+    let whole = span(&pair);
+    let mut name = None;
+    let mut predicate = None;
+    let mut actions = None;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::kw_offcpu => name = Some(ident(p)),
+            Rule::pred => predicate = Some(expr(p, errors)),
+            Rule::block => actions = Some(block(p, errors)),
+            _ => {}
+        }
+    }
+    let name = name.expect("the grammar starts an offcpu item with `offcpu`");
+    Session {
+        func: name.clone(),
+        funcs: vec![name],
+        file: None,
+        predicate,
+        actions,
+        span: whole,
+        ends: None,
+        on: None,
+        profile: None,
+        offcpu: true,
     }
 }
 
@@ -884,6 +918,7 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::session | Rule::kw_session => "`session`",
         Rule::on | Rule::kw_on => "`on`",
         Rule::profile | Rule::kw_profile => "`profile`",
+        Rule::offcpu | Rule::kw_offcpu => "`offcpu`",
         Rule::hertz => "a rate (`99hz`)",
         Rule::func_name => "a kernel function name",
         Rule::user_func | Rule::user_file | Rule::user_sym | Rule::user_quoted => {

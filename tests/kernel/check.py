@@ -41,6 +41,11 @@
                                         percent of their counts, within PTS points, over
                                         at least MIN counts
 
+    check.py naps PATTERN               text output of tests/kernel/user/sleeper.c and of a
+                                        `sum(latency / 1ms)`: the rows matching PATTERN add
+                                        up to at least 1000 (100 naps of 10 ms) and at most
+                                        the naps' own time (`in N us`, which holds them)
+
     check.py samples DUE PCT            a profile's text SUMMARY: `matched` is DUE within
                                         PCT percent; samples the kernel reports `lost`
                                         count as taken for the lower bound (a guest's
@@ -250,6 +255,19 @@ def shares(least, points, wants):
         print(f"{r}: {n} of {total}, {share:.1f}% (expected {pct}% +- {points})")
         if abs(share - pct) > points:
             fail(f"{r!r} is {share:.1f}% of {total}, not {pct}% +- {points}")
+
+
+def naps(pattern):
+    """The ms of the rows matching PATTERN: 1000 at least, at most the naps' time."""
+    lines = sys.stdin.read().splitlines()
+    took = [int(m.group(1)) for m in (re.search(r"^sleeper: .* in (\d+) us$", l) for l in lines) if m]
+    if len(took) != 1:
+        fail(f"no one line of the sleeper's time: {took}")
+    rows = [re.fullmatch(r"  (.*) (\d+)", line) for line in lines]
+    got = sum(int(m.group(2)) for m in rows if m and re.search(pattern, m.group(1)))
+    print(f"rows matching {pattern!r}: {got} ms; the naps took {took[0] / 1000:.1f} ms")
+    if not 1000 <= got <= took[0] / 1000:
+        fail(f"{got} ms is not between 1000 and {took[0] / 1000:.1f}")
 
 
 def samples(due, pct):
@@ -515,6 +533,9 @@ def main():
         return
     if what == "flame":
         flame(sys.argv[2], sys.argv[3], sys.argv[4:-1], int(sys.argv[-1]))
+        return
+    if what == "naps":
+        naps(sys.argv[2])
         return
     if what == "samples":
         samples(int(sys.argv[2]), float(sys.argv[3]))

@@ -87,6 +87,7 @@ impl Mode {
             && s.span.is_none()
             && s.on.is_none()
             && s.profile.is_none()
+            && !s.offcpu
             && s.user.is_none()
             && matches!(
                 self.of_session(s),
@@ -104,6 +105,7 @@ impl Mode {
                 (Some(_), _) => "span",
                 (_, Some(_)) => "on",
                 _ if s.profile.is_some() => "profile",
+                _ if s.offcpu => "offcpu",
                 _ => self.of_session(s).name(),
             };
             if !names.contains(&n) {
@@ -123,7 +125,7 @@ impl Mode {
         if let Some(user) = &s.user {
             return user.mode;
         }
-        if s.span.is_some() {
+        if s.span.is_some() || s.offcpu {
             // Its two ends are entry programs (fentry or tp_btf), each attached alone.
             return Mode::Fentry;
         }

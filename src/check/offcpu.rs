@@ -1,0 +1,145 @@
+//! `offcpu [where C] { actions }`: an event each time a thread comes back on a CPU, for
+//! the stretch it spent off it (BCC's `offcputime`, Inspektor Gadget's `profile_offcpu`).
+//!
+//! The scheduler's switch hook runs as the thread *leaving*: that is where the stretch
+//! starts and where the thread's own names are true (its stacks, `comm`, `tgid`,
+//! `cgroup`...). So the item is checked as a call whose entry is the switch out and whose
+//! return is the switch back in: the `where` terms without `latency` or `runq` decide at
+//! the switch out (before any stack is read), and every other name the actions use is
+//! read there and saved with the stretch (an entry value), since the switch in runs as
+//! another thread. `latency` (the stretch) and `runq` (its runnable part) are the
+//! return's.
+
+use super::program::*;
+use super::{Checked, Checker, Scope};
+use crate::btf::FuncSig;
+use crate::diag::{DiagKind, Diagnostic, Span};
+use crate::syntax::ast;
+
+/// The names of an offcpu stretch known only when the thread comes back.
+const AT_SWITCH_IN: [&str; 2] = ["latency", "runq"];
+
+impl Checker<'_> {
+    pub(super) fn offcpu_session(
+        &mut self,
+        index: usize,
+        label: String,
+        s: &ast::Session,
+    ) -> Option<Session> {
+        let sig = FuncSig {
+            name: s.func.name.clone(),
+            params: Vec::new(),
+            ret: 0,
+        };
+        self.entry_values.clear();
+        self.entry_at_others.clear();
+        self.shared.clear();
+        let no_params = [Vec::new()];
+        let scope = Scope {
+            func: &sig,
+            params: &[],
+            funcs: std::slice::from_ref(&sig),
+            per_func: &no_params,
+            several: false,
+            func_cap: sig.name.len() as u32 + 1,
+        };
+        self.in_offcpu = true;
+        self.at_point = true;
+        let filter = s
+            .predicate
+            .as_ref()
+            .and_then(|p| self.condition(&scope, p).ok());
+        self.offcpu_saving = true;
+        let (events, aggregations) = self.actions(&scope, index, &label, s, false);
+        self.offcpu_saving = false;
+        self.at_point = false;
+        self.in_offcpu = false;
+        let (entry_filter, return_filter) = match filter {
+            Some(f) => super::phases::split(f),
+            None => (None, None),
+        };
+        if let Some(f) = &return_filter {
+            let mut mixed = false;
+            f.visit(&mut |x| {
+                mixed |= matches!(x.kind, ExprKind::Builtin(b) if !AT_SWITCH_IN.contains(&b.name()))
+            });
+            if mixed {
+                let at = s
+                    .predicate
+                    .as_ref()
+                    .map_or(s.span.clone(), |p| p.span.clone());
+                let d = Diagnostic::new(at, DiagKind::OffcpuMixedWhere).hint(
+                    "join the terms on `latency` or `runq` to the others with `and`: `where comm == \"x\" and latency > 1ms`",
+                );
+                self.error_with(d);
+                return None;
+            }
+        }
+        Some(Session {
+            index,
+            at: s.span.clone(),
+            label,
+            func: sig.name.clone(),
+            params: Vec::new(),
+            ret_slot: 0,
+            ret: None,
+            entry_filter,
+            return_filter,
+            events,
+            aggregations,
+            entry_values: std::mem::take(&mut self.entry_values),
+            targets: vec![Target {
+                func: sig.name,
+                slots: Vec::new(),
+                ret_slot: 0,
+                ret: None,
+                offset: None,
+            }],
+            several: false,
+            skipped: Vec::new(),
+            user: None,
+            span: None,
+            on: None,
+            profile: None,
+            offcpu: true,
+        })
+    }
+
+    /// A builtin named in an offcpu item: `latency` and `runq` are the stretch's (read at
+    /// the switch in); the thread's other names, in the actions, are read at the switch
+    /// out and saved. `None`: the name is checked as anywhere else.
+    pub(super) fn offcpu_name(
+        &mut self,
+        scope: &Scope,
+        def: Builtin,
+        name: &str,
+        span: Span,
+    ) -> Option<Checked<Expr>> {
+        if !self.in_offcpu {
+            return None;
+        }
+        if AT_SWITCH_IN.contains(&def.name()) {
+            return Some(Ok(Expr {
+                ty: Ty::Duration,
+                kind: ExprKind::Builtin(def),
+            }));
+        }
+        if !self.offcpu_saving {
+            return None;
+        }
+        self.offcpu_saving = false;
+        let read = self.name(scope, name, span.clone());
+        self.offcpu_saving = true;
+        Some(read.and_then(|v| self.offcpu_saved(v, span)))
+    }
+
+    /// `v`, a thread's name read at the switch out, as the switch in reads it back.
+    pub(super) fn offcpu_saved(&mut self, v: Expr, span: Span) -> Checked<Expr> {
+        if !self.offcpu_saving
+            || matches!(v.kind, ExprKind::Builtin(b) if AT_SWITCH_IN.contains(&b.name()))
+        {
+            return Ok(v);
+        }
+        self.save_entry_value(v, span)
+    }
+}
