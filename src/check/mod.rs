@@ -340,6 +340,7 @@ impl<'k> Checker<'k> {
             span: None,
             on: None,
             profile: None,
+            counts_errors: self.opts.count_errors,
         })
     }
 

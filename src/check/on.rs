@@ -86,6 +86,7 @@ impl Checker<'_> {
                 usdt,
             }),
             profile: None,
+            counts_errors: false,
         })
     }
 

@@ -86,6 +86,7 @@ impl Checker<'_> {
             span: None,
             on: None,
             profile: Some(rate),
+            counts_errors: false,
         })
     }
 }

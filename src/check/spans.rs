@@ -123,6 +123,7 @@ impl Checker<'_> {
             }),
             on: None,
             profile: None,
+            counts_errors: false,
         })
     }
 
