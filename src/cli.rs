@@ -143,7 +143,9 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = ModeChoice::Auto)]
     pub mode: ModeChoice,
 
-    /// Show libbpf's diagnostics (and the verifier's log on failure); with -l, signatures
+    /// Show libbpf's diagnostics (and the verifier's log on failure), and count errors in
+    /// every session (a session that reads nothing at return keeps its return); with -l,
+    /// signatures
     #[arg(short, long)]
     pub verbose: bool,
 

@@ -64,7 +64,7 @@ pub enum Shown {
 
 pub const CALLS: Counter = Counter {
     name: "calls",
-    about: "Calls that passed the entry filter and returned.",
+    about: "Calls that passed the entry filter and returned (entered, for a session that runs at entry only).",
     source: Source::Bpf {
         counted_in: "return phase, every mode (templates/return_phase.bpf.c.hbs)",
     },

@@ -42,6 +42,9 @@ pub struct Options {
     pub cgroups: CgroupLookup,
     /// `--ustack-bytes`: `Program::ustack_bytes`.
     pub ustack_bytes: u32,
+    /// `-v`: every session counts `errors`, also where nothing else needs the return
+    /// (`Session::counts_errors`).
+    pub count_errors: bool,
 }
 
 /// How the checker finds a cgroup by its path.
@@ -71,6 +74,7 @@ impl Default for Options {
             user_mode: None,
             cgroups: no_cgroups,
             ustack_bytes: crate::check::resources::UCOPY_DEFAULT,
+            count_errors: false,
         }
     }
 }

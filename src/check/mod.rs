@@ -352,6 +352,7 @@ impl<'k> Checker<'k> {
             on: None,
             profile: None,
             offcpu: false,
+            counts_errors: self.opts.count_errors,
         })
     }
 

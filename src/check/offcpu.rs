@@ -102,6 +102,7 @@ impl Checker<'_> {
             on: None,
             profile: None,
             offcpu: true,
+            counts_errors: false,
         })
     }
 

@@ -87,6 +87,7 @@ impl Checker<'_> {
             }),
             profile: None,
             offcpu: false,
+            counts_errors: false,
         })
     }
 

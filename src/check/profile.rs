@@ -87,6 +87,7 @@ impl Checker<'_> {
             on: None,
             profile: Some(rate),
             offcpu: false,
+            counts_errors: false,
         })
     }
 }

@@ -173,6 +173,10 @@ pub struct Session {
     /// there, as an `entry_values` (check/offcpu.rs); its "return" is the switch back in.
     #[serde(default)]
     pub offcpu: bool,
+    /// Count `errors` even where nothing else needs the return (`-v`): the session then
+    /// keeps its return program (`Session::needs_return`).
+    #[serde(default)]
+    pub counts_errors: bool,
 }
 
 /// How often a profile samples each CPU.
@@ -409,6 +413,30 @@ impl Session {
             e.visit(&mut |x| timed |= matches!(x.kind, ExprKind::Entry(_)));
         }
         timed
+    }
+
+    /// Whether anything needs the call's return: `ret`, a builtin only the return has
+    /// (`latency`, the stacks), memory read through a pointer after the entry filter
+    /// (a field, a string: the call may change it), or `errors` asked for
+    /// (`counts_errors`). A session that needs neither its entry (`needs_entry`) nor its
+    /// return runs at entry only where the trampolines would skip calls
+    /// (`Mode::KprobeEntry`), and its summary cannot say `errors`.
+    pub fn needs_return(&self) -> bool {
+        let mut reads = self.counts_errors;
+        for e in self.return_exprs() {
+            e.visit(&mut |x| {
+                reads |= match &x.kind {
+                    ExprKind::Ret
+                    | ExprKind::Read { .. }
+                    | ExprKind::Deref(_)
+                    | ExprKind::Path(_)
+                    | ExprKind::ReadStr { .. } => true,
+                    ExprKind::Builtin(b) => b.at_return,
+                    _ => false,
+                }
+            });
+        }
+        reads
     }
 
     /// Whether anything reads the entry time (`latency`, `ts`): a session program that

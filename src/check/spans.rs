@@ -124,6 +124,7 @@ impl Checker<'_> {
             on: None,
             profile: None,
             offcpu: false,
+            counts_errors: false,
         })
     }
 

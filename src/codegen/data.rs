@@ -245,6 +245,8 @@ pub(super) struct SessionData {
     /// One program at return only (`Mode::Fexit`, `Mode::FexitMulti`): the entry filter
     /// runs there, before the return phase.
     pub(super) exit_only: bool,
+    /// That one program runs at entry (`Mode::KprobeEntry`).
+    pub(super) entry_only: bool,
     /// The per-CPU scratch map of this session's program (or fentry/fexit pair), and
     /// its bytes per slot (0: it has none).
     pub(super) scratch_map: String,

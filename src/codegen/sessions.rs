@@ -25,7 +25,8 @@ pub(super) fn all(program: &Program, mode: Mode) -> Vec<SessionData> {
             | Mode::FexitMulti
             | Mode::UprobeSession
             | Mode::UprobeMulti
-            | Mode::KprobeSession) => {
+            | Mode::KprobeSession
+            | Mode::KprobeEntry) => {
                 vec![multi_session_data(s, m, false)]
             }
             m => s
@@ -117,6 +118,7 @@ fn multi_session_data(s: &Session, mode: Mode, shared: bool) -> SessionData {
             Mode::FexitMulti => "fexit multi-attach",
             Mode::UprobeSession => "a uprobe_multi link in session mode",
             Mode::KprobeSession => "a kprobe_multi link in session mode",
+            Mode::KprobeEntry => "a kprobe_multi link",
             _ => "a uprobe_multi link for each program",
         },
         tables,
@@ -155,7 +157,8 @@ fn phases_data(
     let shared = multi_data.as_ref().is_some_and(|m| m.shared);
     let multi = multi_data.is_some() && !shared;
     let shape = ProgShape::of(mode, &target.func);
-    let exit_only = matches!(mode, Mode::Fexit | Mode::FexitMulti);
+    let entry_only = mode.entry_only();
+    let exit_only = entry_only || matches!(mode, Mode::Fexit | Mode::FexitMulti);
     let fsession = shape.pair.is_none() && !exit_only;
     let role = if multi {
         ProgRole::Multi
@@ -186,7 +189,8 @@ fn phases_data(
     });
     let entry_time_early = entry.uses_start();
 
-    let error_check = error_check(&mut ret);
+    // At entry there is no return value to count `errors` by.
+    let error_check = (!entry_only).then(|| error_check(&mut ret)).flatten();
     let return_filter = s.return_filter.as_ref().map(|f| ret.expr(f));
     let return_lines = ret.take_lines();
 
@@ -249,6 +253,7 @@ fn phases_data(
         aggregation_lines,
         multi: multi_data,
         exit_only,
+        entry_only,
         scratch_map,
         scratch,
         scratch_over,

@@ -105,6 +105,7 @@ impl ProgShape {
                 Mode::FsessionMulti | Mode::FexitMulti => resources::MULTI_SECTION.into(),
                 // libbpf would attach it by a pattern; the runtime attaches it by names.
                 Mode::KprobeSession => "kprobe.session".into(),
+                Mode::KprobeEntry => "kprobe.multi".into(),
                 _ => "uprobe.session".into(),
             },
             ctx_decl: if regs { USER_CTX } else { KERNEL_CTX },
@@ -121,7 +122,7 @@ impl ProgShape {
                 _ => None,
             },
             call_key: match mode {
-                Mode::KprobeSession => KPROBE_CALL,
+                Mode::KprobeSession | Mode::KprobeEntry => KPROBE_CALL,
                 _ if user => USER_CALL,
                 _ => KERNEL_CALL,
             },

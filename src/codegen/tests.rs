@@ -164,7 +164,9 @@ fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
 fn kprobe_sessions_read_registers_and_compile() {
     let script = "session vfs_read where count > 0 { emit count, ret, latency; count() by count }\nsession vfs_read, vfs_write where func != \"vfs_write\" { emit func, ret; count() by func }\nsession vfs_read { count() }";
     let c = c_of(script, Mode::KprobeSession);
-    assert_eq!(c.matches("SEC(\"kprobe.session\")").count(), 3, "{c}");
+    assert_eq!(c.matches("SEC(\"kprobe.session\")").count(), 2, "{c}");
+    // `count()` needs neither end: one kprobe_multi program at entry.
+    assert_eq!(c.matches("SEC(\"kprobe.multi\")").count(), 1, "{c}");
     // `count` is the third argument: rdx, read at entry only.
     assert_eq!(
         c.matches("__u64 fslat_arg2 = (__u64)((struct fslat_regs *)ctx)->dx;")
@@ -188,10 +190,82 @@ fn kprobe_sessions_read_registers_and_compile() {
         "{c}"
     );
     assert!(!c.contains("ctx["), "{c}");
-    // Return-only sessions stay kprobe sessions (an fexit trampoline would skip calls).
+    // Sessions that need nothing from the entry stay kprobes (an fexit trampoline would
+    // skip calls).
     assert!(!c.contains("SEC(\"fexit"), "{c}");
     let clang = crate::build::find_clang(None).expect("clang");
     let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    if let Err(e) = compiler.compile(&c) {
+        panic!("{e}\n{c}");
+    }
+}
+
+/// kprobe-session mode, a session that needs neither the return nor the entry time
+/// (`count()`, `sum(count) by comm`): one `kprobe.multi` program at entry for all its
+/// functions, parameters from their registers there, no session cookie, no call stack,
+/// and no `errors` (the return value is not known at entry). A session that reads `ret`,
+/// a field through a pointer or `latency`, or one run with `-v` (`counts_errors`), stays
+/// a session. clang accepts it.
+#[test]
+fn kprobe_entry_only_where_nothing_needs_the_return() {
+    let mode = Mode::KprobeSession;
+    let entry_only = [
+        "session vfs_read { count() }",
+        "session vfs_read where comm == \"x\" { sum(count) by comm }",
+        "session vfs_read, vfs_write { count() by func, comm }",
+        "session vfs_read { emit comm, count }",
+    ];
+    for script in entry_only {
+        let c = c_of(script, mode);
+        assert_eq!(
+            c.matches("SEC(\"kprobe.multi\")").count(),
+            1,
+            "{script}\n{c}"
+        );
+        assert!(!c.contains("kprobe.session"), "{script}\n{c}");
+        assert!(!c.contains("fslat_cookie"), "{script}\n{c}");
+        assert!(!c.contains("->errors"), "{script}\n{c}");
+        assert!(!c.contains("fslat_enter("), "{script}\n{c}");
+        let program = crate::compile(script, &Fixture::new(), mode).unwrap().0;
+        assert_eq!(mode.of_session(&program.sessions[0]), Mode::KprobeEntry);
+        assert_eq!(mode.of_session(&program.sessions[0]).name(), "kprobe");
+    }
+    let c = c_of(entry_only[1], mode);
+    assert!(
+        c.contains("__u64 fslat_arg2 = (__u64)((struct fslat_regs *)ctx)->dx;"),
+        "{c}"
+    );
+    let sessions = [
+        "session vfs_read where ret < 0 { count() }",
+        "session vfs_read { count() by comm; hist(latency) }",
+        "session vfs_read { sum(file->f_pos) }",
+        "session vfs_read { count() by kstack }",
+    ];
+    for script in sessions {
+        let c = c_of(script, mode);
+        assert_eq!(
+            c.matches("SEC(\"kprobe.session\")").count(),
+            1,
+            "{script}\n{c}"
+        );
+        assert!(!c.contains("kprobe.multi"), "{script}\n{c}");
+    }
+    let opts = crate::check::Options {
+        count_errors: true,
+        ..Default::default()
+    };
+    let (program, c) = crate::compile_with(entry_only[0], &Fixture::new(), mode, opts).unwrap();
+    assert_eq!(mode.of_session(&program.sessions[0]), Mode::KprobeSession);
+    assert!(c.contains("->errors"), "{c}");
+    // The same sessions elsewhere are untouched: fexit on the trampolines.
+    let program = crate::compile(entry_only[0], &Fixture::new(), Mode::Fentry)
+        .unwrap()
+        .0;
+    assert_eq!(Mode::Fentry.of_session(&program.sessions[0]), Mode::Fexit);
+    let clang = crate::build::find_clang(None).expect("clang");
+    let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    let all = entry_only.join("\n");
+    let c = c_of(&all, mode);
     if let Err(e) = compiler.compile(&c) {
         panic!("{e}\n{c}");
     }

@@ -80,6 +80,7 @@ fn check_options(
         user_mode: resolve_user_mode(opts.mode, kernel)?,
         cgroups: crate::cgroups::lookup,
         ustack_bytes: opts.ustack_bytes,
+        count_errors: opts.verbose,
     })
 }
 
@@ -194,7 +195,7 @@ pub fn compile_script(
                 && s.profile.is_none()
                 && !s.offcpu
                 && s.user.is_none()
-                && mode.of_session(s) != mode
+                && mode.of_session(s) == Mode::Fentry
             {
                 let note = Note::StackArgument {
                     session: s.label.clone(),

@@ -31,6 +31,8 @@ pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
         format!("{}", opts.max_functions).as_bytes(),
         // --ustack-bytes is compiled in (the copy's size).
         format!("ustack-bytes {}", opts.ustack_bytes).as_bytes(),
+        // -v keeps every session's return, to count `errors` (`Session::counts_errors`).
+        format!("verbose {}", opts.verbose).as_bytes(),
         btf_path.as_os_str().as_encoded_bytes(),
         format!("{} {}", btf.size(), btf.mtime()).as_bytes(),
         &release,

@@ -67,6 +67,10 @@ pub struct Summary {
     pub label: String,
     pub mode: &'static str,
     pub figures: [Option<u64>; counters::ALL.len()],
+    /// Figures the session has but could not count (`errors` of a session that ran at
+    /// entry only): shown as `-` in text and `null` in JSON, never as a number, and not
+    /// exported. Bit `Counter::position()`.
+    pub unknown: u64,
 }
 
 impl Summary {
@@ -78,13 +82,21 @@ impl Summary {
         self.figures[c.position()] = value;
     }
 
-    /// The figures the text and JSON summaries show, in order.
-    pub fn shown(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    /// Marks `c` as a figure the session has but could not count (`unknown`).
+    pub fn set_unknown(&mut self, c: &Counter) {
+        self.figures[c.position()] = None;
+        self.unknown |= 1 << c.position();
+    }
+
+    /// The figures the text and JSON summaries show, in order; `None` for one the
+    /// session could not count (`unknown`).
+    pub fn shown(&self) -> impl Iterator<Item = (&'static str, Option<u64>)> + '_ {
         counters::ALL
             .iter()
             .zip(self.figures)
-            .filter_map(|(c, v)| match (c.shown, v?) {
-                (Shown::WhereCounted, 0) => None,
+            .filter_map(|(c, v)| match (c.shown, v) {
+                _ if self.unknown & (1 << c.position()) != 0 => Some((c.name, None)),
+                (_, None) | (Shown::WhereCounted, Some(0)) => None,
                 (_, v) => Some((c.name, v)),
             })
     }

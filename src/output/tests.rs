@@ -388,6 +388,35 @@ fn calls_the_kernel_skipped_are_in_the_summary_only_when_there_are_some() {
     }
 }
 
+/// A session that ran at entry only cannot know `errors`: text says `errors=-` in its
+/// place, JSON `null`, and the metrics, which read `Summary::get`, have no value.
+#[test]
+fn an_unknown_figure_is_a_dash_in_text_and_null_in_json_never_a_number() {
+    let mut s = Summary {
+        label: "vfs_read".into(),
+        mode: "kprobe",
+        ..Summary::default()
+    };
+    s.set(&counters::CALLS, Some(10));
+    s.set(&counters::ERRORS, Some(0));
+    s.set(&counters::MATCHED, Some(10));
+    s.set_unknown(&counters::ERRORS);
+    assert_eq!(s.get(&counters::ERRORS), None);
+    let mut out = Vec::new();
+    TextWriter::new(&mut out).summary(&s).unwrap();
+    let line = String::from_utf8(out).unwrap();
+    assert_eq!(
+        line,
+        "SUMMARY vfs_read mode=kprobe calls=10 matched=10 errors=-\n"
+    );
+    let mut out = Vec::new();
+    JsonWriter::new(&mut out).summary(&s).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["errors"], serde_json::Value::Null, "{v}");
+    assert!(v.as_object().unwrap().contains_key("errors"), "{v}");
+    assert_eq!(v["calls"], 10, "{v}");
+}
+
 #[test]
 fn an_aggregation_short_of_skipped_calls_is_marked_in_text_and_json() {
     for missed in [0, 7] {

@@ -214,7 +214,10 @@ impl<W: Write> Writer for TextWriter<W> {
     fn summary(&mut self, s: &Summary) -> io::Result<()> {
         let mut line = format!("SUMMARY {} mode={}", s.label, s.mode);
         for (name, v) in s.shown() {
-            let _ = write!(line, " {name}={v}");
+            match v {
+                Some(v) => _ = write!(line, " {name}={v}"),
+                None => _ = write!(line, " {name}=-"),
+            }
         }
         line.push('\n');
         self.out.write_all(line.as_bytes())

@@ -83,10 +83,16 @@ pub(super) fn attach(
             if let Some(s) = found
                 .filter(|p| p.role == ProgRole::Multi)
                 .and_then(|p| program.sessions.get(p.session))
-                .filter(|s| settings.mode.of_session(s) == Mode::KprobeSession)
+                .filter(|s| {
+                    matches!(
+                        settings.mode.of_session(s),
+                        Mode::KprobeSession | Mode::KprobeEntry
+                    )
+                })
             {
                 let (funcs, cookies) = present(s, settings);
-                let link = crate::sys::bpf::attach_kprobe_session(&prog, &funcs, &cookies)
+                let session = settings.mode.of_session(s) == Mode::KprobeSession;
+                let link = crate::sys::bpf::attach_kprobes(&prog, &funcs, &cookies, session)
                     .map_err(|e| RuntimeError::KprobeAttach {
                         session: s.label.clone(),
                         reason: e.to_string(),

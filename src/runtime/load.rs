@@ -271,7 +271,12 @@ fn prepare(
         if let Some(s) = found
             .filter(|p| p.role == ProgRole::Multi && !user)
             .and_then(|p| program.sessions.get(p.session))
-            .filter(|s| settings.mode.of_session(s) != Mode::KprobeSession)
+            .filter(|s| {
+                !matches!(
+                    settings.mode.of_session(s),
+                    Mode::KprobeSession | Mode::KprobeEntry
+                )
+            })
         {
             let failed = |reason: String| RuntimeError::MultiAttach {
                 session: s.label.clone(),

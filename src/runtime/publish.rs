@@ -146,6 +146,13 @@ pub(super) fn summaries(
             };
             summary.set(c, value.filter(|_| has));
         }
+        // At entry only the return value is not known: a signed one's `errors` cannot
+        // be counted, and is said to be unknown rather than 0.
+        if settings.mode.of_session(s).entry_only()
+            && s.targets.iter().any(|t| t.ret.is_some_and(|r| r.signed))
+        {
+            summary.set_unknown(&counters::ERRORS);
+        }
         out.push(summary);
     }
     Ok(out)

@@ -89,12 +89,7 @@ pub fn load(rec: &Record, program: &Program, settings: &Settings) -> Result<Repl
             let link = match prog.role {
                 ProgRole::Multi => {
                     let (funcs, cookies) = present(s, settings);
-                    crate::sys::load::attach_kprobe_session(
-                        p.fd.as_fd(),
-                        p.attach_type,
-                        &funcs,
-                        &cookies,
-                    )
+                    crate::sys::load::attach_kprobes(p.fd.as_fd(), p.attach_type, &funcs, &cookies)
                 }
                 _ => crate::sys::bpf::link_tracing(&p.fd, p.attach_type),
             }

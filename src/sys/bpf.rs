@@ -273,13 +273,15 @@ pub fn small_map() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Attaches the kprobe session program `prog` (`SEC("kprobe.session")`) to the kernel
-/// functions `symbols` through one kprobe_multi link in session mode, function
-/// `symbols[i]` with cookie `cookies[i]` (`bpf_get_attach_cookie`).
-pub fn attach_kprobe_session(
+/// Attaches the kprobe program `prog` to the kernel functions `symbols` through one
+/// kprobe_multi link, function `symbols[i]` with cookie `cookies[i]`
+/// (`bpf_get_attach_cookie`): in session mode (`session`, `SEC("kprobe.session")`, entry
+/// and return) or at entry only (`SEC("kprobe.multi")`).
+pub fn attach_kprobes(
     prog: &ProgramMut<'_>,
     symbols: &[String],
     cookies: &[u64],
+    session: bool,
 ) -> io::Result<Link> {
     assert_eq!(symbols.len(), cookies.len(), "one cookie per function");
     let names: Vec<CString> = symbols
@@ -292,7 +294,7 @@ pub fn attach_kprobe_session(
         syms: ptrs.as_mut_ptr(),
         cookies: cookies.as_ptr(),
         cnt: symbols.len() as _,
-        session: true,
+        session,
         ..Default::default()
     };
     // SAFETY: `prog` is a loaded program; `opts` and the arrays it points to (the names,

@@ -227,11 +227,12 @@ pub fn record(obj: &libbpf_rs::Object, sized: &HashMap<String, u32>) -> Result<R
                 libbpf_sys::bpf_program__flags(pptr),
             )
         };
-        let kprobe_session = prog_type == libbpf_sys::BPF_PROG_TYPE_KPROBE
-            && attach_type == libbpf_sys::BPF_TRACE_KPROBE_SESSION;
-        if prog_type != libbpf_sys::BPF_PROG_TYPE_TRACING && !kprobe_session {
+        let kprobe_multi = prog_type == libbpf_sys::BPF_PROG_TYPE_KPROBE
+            && (attach_type == libbpf_sys::BPF_TRACE_KPROBE_SESSION
+                || attach_type == libbpf_sys::BPF_TRACE_KPROBE_MULTI);
+        if prog_type != libbpf_sys::BPF_PROG_TYPE_TRACING && !kprobe_multi {
             return Err(format!(
-                "program {:?} is neither a tracing program nor a kprobe session",
+                "program {:?} is neither a tracing program nor a kprobe_multi one",
                 prog.name()
             ));
         }
@@ -571,8 +572,9 @@ pub fn make(
     Ok(Made { maps, progs })
 }
 
-/// A kprobe_multi link in session mode for `prog` on the functions `symbols`.
-pub fn attach_kprobe_session(
+/// A kprobe_multi link for `prog` on the functions `symbols`: in session mode when
+/// `attach_type` is `BPF_TRACE_KPROBE_SESSION`, at entry for `BPF_TRACE_KPROBE_MULTI`.
+pub fn attach_kprobes(
     prog: BorrowedFd,
     attach_type: u32,
     symbols: &[String],

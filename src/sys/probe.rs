@@ -60,7 +60,7 @@ fn load(
 pub fn kprobe_session(symbol: &str) -> Result<(), ProbeFailure> {
     let attach = libbpf_sys::BPF_TRACE_KPROBE_SESSION;
     let prog = load(libbpf_sys::BPF_PROG_TYPE_KPROBE, attach, &return_zero())?;
-    super::load::attach_kprobe_session(
+    super::load::attach_kprobes(
         std::os::fd::AsFd::as_fd(&prog),
         attach,
         &[symbol.to_string()],

@@ -35,11 +35,18 @@ pub enum Mode {
     /// kprobe handler runs with preemption off, so no call is skipped for another's
     /// preempted program (docs/performance.md, issue 30).
     KprobeSession,
+    /// A kernel session that needs nothing from its return nor its entry (`count()`,
+    /// `count() by comm`: `Session::needs_return`, `Session::needs_entry`) in
+    /// kprobe-session mode: one kprobe_multi program at entry, for all its functions
+    /// (Linux 5.18). Exact as the session is (preemption is off in the handler), at a
+    /// fraction of its price; `errors` is not known (docs/language.md, "Counters and the
+    /// summary").
+    KprobeEntry,
 }
 
 impl Mode {
     /// Every mode, in one list: what builds objects for each mode walks it.
-    pub const ALL: [Mode; 9] = [
+    pub const ALL: [Mode; 10] = [
         Mode::Fsession,
         Mode::Fentry,
         Mode::FsessionMulti,
@@ -49,6 +56,7 @@ impl Mode {
         Mode::UprobeMulti,
         Mode::Uprobe,
         Mode::KprobeSession,
+        Mode::KprobeEntry,
     ];
 
     pub fn name(self) -> &'static str {
@@ -62,6 +70,7 @@ impl Mode {
             // One mode to the user: the same pair of programs, attached either way.
             Mode::UprobeMulti | Mode::Uprobe => "uprobe",
             Mode::KprobeSession => "kprobe-session",
+            Mode::KprobeEntry => "kprobe",
         }
     }
 
@@ -69,7 +78,13 @@ impl Mode {
     /// the return value are read from registers, and what the return phase needs of the
     /// arguments is saved at entry.
     pub fn reads_registers(self) -> bool {
-        self.is_user() || self == Mode::KprobeSession
+        self.is_user() || matches!(self, Mode::KprobeSession | Mode::KprobeEntry)
+    }
+
+    /// Whether its programs run at the functions' entry only, where the return value is
+    /// not known (`errors` cannot be counted).
+    pub fn entry_only(self) -> bool {
+        self == Mode::KprobeEntry
     }
 
     /// Whether this is how user-space sessions run.
@@ -141,6 +156,10 @@ impl Mode {
             // A kprobe reads arguments from registers: one passed on the stack needs
             // the trampoline, which has them all.
             Mode::KprobeSession if s.reads_stack_argument() => Mode::Fentry,
+            // Nothing needs either end but the call itself: a kprobe at entry alone,
+            // exact too (its handler runs with preemption off), one program run and no
+            // return hook (docs/performance.md, "The default's price on 7.2").
+            Mode::KprobeSession if !s.needs_entry() && !s.needs_return() => Mode::KprobeEntry,
             Mode::KprobeSession => Mode::KprobeSession,
             _ if !s.needs_entry() && multi => Mode::FexitMulti,
             _ if !s.needs_entry() => Mode::Fexit,
