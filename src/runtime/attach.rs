@@ -24,6 +24,22 @@ pub(super) struct Links {
     pub profiles: super::profile::Profiles,
 }
 
+/// A kprobe-session session's (or an entry-only one's) program, on its functions.
+fn attach_kprobes(
+    prog: &libbpf_rs::ProgramMut,
+    s: &crate::check::program::Session,
+    settings: &Settings,
+) -> Result<libbpf_rs::Link, RuntimeError> {
+    let (funcs, cookies) = present(s, settings);
+    let session = settings.mode.of_session(s) == Mode::KprobeSession;
+    crate::sys::bpf::attach_kprobes(prog, &funcs, &cookies, session).map_err(|e| {
+        RuntimeError::KprobeAttach {
+            session: s.label.clone(),
+            reason: e.to_string(),
+        }
+    })
+}
+
 /// Attaches the programs of `obj`, loaded by libbpf: `plans` are the multi-attach
 /// sessions' (by session index), `bodies` the shared bodies' (by program name); the
 /// copies it loads are added to the warm start's `record`.
@@ -90,14 +106,7 @@ pub(super) fn attach(
                     )
                 })
             {
-                let (funcs, cookies) = present(s, settings);
-                let session = settings.mode.of_session(s) == Mode::KprobeSession;
-                let link = crate::sys::bpf::attach_kprobes(&prog, &funcs, &cookies, session)
-                    .map_err(|e| RuntimeError::KprobeAttach {
-                        session: s.label.clone(),
-                        reason: e.to_string(),
-                    })?;
-                links.push(link);
+                links.push(attach_kprobes(&prog, s, settings)?);
                 continue;
             }
             if let Some(s) = found
