@@ -705,6 +705,9 @@ struct Case {
     env: Vec<(String, String)>,
     /// fslat compiles with the guest's own clang, not on the host (`GUEST_CLANG`).
     guest_clang: bool,
+    /// `NO_SECOND_CLANG reason`: the second-clang pass leaves the program out (it cannot
+    /// attach without the case's workload).
+    no_second_clang: bool,
     /// `BUNDLE`: the case runs a second time from a bundle of its script built on the
     /// host (`build_bundles`), with no clang reachable, and must give the same results.
     bundle: bool,
@@ -734,6 +737,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut setup: Option<Vec<String>> = None;
     let mut env = Vec::new();
     let mut guest_clang = false;
+    let mut no_second_clang = false;
     let mut bundle = false;
     let mut bundle_only = false;
     let mut bundle_build = Vec::new();
@@ -849,6 +853,11 @@ fn parse_case(text: &str) -> Result<Case, String> {
             "GUEST_CLANG" => {
                 once(guest_clang)?;
                 guest_clang = true;
+            }
+            "NO_SECOND_CLANG" => {
+                need("the reason")?;
+                once(no_second_clang)?;
+                no_second_clang = true;
             }
             "BUNDLE" => {
                 once(bundle)?;
@@ -967,6 +976,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
         setup,
         env,
         guest_clang,
+        no_second_clang,
         bundle,
         bundle_only,
         bundle_build,
@@ -1281,7 +1291,12 @@ fn second_clang_pass(clang: &str, ran: &[(String, Case)], t: &mut Tally) {
             .split_whitespace()
             .zip(prog.split_whitespace().skip(1))
             .any(|(a, b)| a == "session" && b.starts_with(':'));
-        if case.exec.is_some() || case.stdin.is_some() || case.exit != 0 || of_traced_program {
+        if case.exec.is_some()
+            || case.stdin.is_some()
+            || case.exit != 0
+            || of_traced_program
+            || case.no_second_clang
+        {
             continue;
         }
         let mut argv = vec!["-e".to_string(), prog.replace("$PID", &me)];
@@ -1438,6 +1453,7 @@ fn as_bundle(case: &Case, stem: &str) -> Case {
         prog: None,
         args,
         guest_clang: false,
+        no_second_clang: false,
         bundle: false,
         bundle_only: false,
         bundle_build: Vec::new(),
