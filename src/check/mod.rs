@@ -207,6 +207,39 @@ struct Checker<'k> {
     lets: Vec<(String, Expr)>,
 }
 
+/// The one function of an item without parameters has none.
+static NO_PARAMS: [Vec<Param>; 1] = [Vec::new()];
+
+impl<'a> Scope<'a> {
+    /// The names of an item whose "function" has no parameters (a profile, offcpu):
+    /// the builtins only.
+    fn bare(func: &'a crate::btf::FuncSig) -> Self {
+        Scope {
+            func,
+            params: &[],
+            funcs: std::slice::from_ref(func),
+            per_func: &NO_PARAMS,
+            several: false,
+            func_cap: func.name.len() as u32 + 1,
+        }
+    }
+}
+
+impl Checker<'_> {
+    /// Starts checking an item without parameters (a profile, offcpu): its signature,
+    /// named as the item, and the per-session state cleared.
+    fn bare_item(&mut self, s: &ast::Session) -> crate::btf::FuncSig {
+        self.entry_values.clear();
+        self.entry_at_others.clear();
+        self.shared.clear();
+        crate::btf::FuncSig {
+            name: s.func.name.clone(),
+            params: Vec::new(),
+            ret: 0,
+        }
+    }
+}
+
 /// What names mean inside one session.
 struct Scope<'a> {
     func: &'a crate::btf::FuncSig,

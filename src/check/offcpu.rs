@@ -12,7 +12,6 @@
 
 use super::program::*;
 use super::{Checked, Checker, Scope};
-use crate::btf::FuncSig;
 use crate::diag::{DiagKind, Diagnostic, Span};
 use crate::syntax::ast;
 
@@ -26,23 +25,8 @@ impl Checker<'_> {
         label: String,
         s: &ast::Session,
     ) -> Option<Session> {
-        let sig = FuncSig {
-            name: s.func.name.clone(),
-            params: Vec::new(),
-            ret: 0,
-        };
-        self.entry_values.clear();
-        self.entry_at_others.clear();
-        self.shared.clear();
-        let no_params = [Vec::new()];
-        let scope = Scope {
-            func: &sig,
-            params: &[],
-            funcs: std::slice::from_ref(&sig),
-            per_func: &no_params,
-            several: false,
-            func_cap: sig.name.len() as u32 + 1,
-        };
+        let sig = self.bare_item(s);
+        let scope = Scope::bare(&sig);
         self.in_offcpu = true;
         self.at_point = true;
         let filter = s

@@ -5,7 +5,6 @@
 
 use super::program::*;
 use super::{Checker, Scope};
-use crate::btf::FuncSig;
 use crate::diag::DiagKind;
 use crate::syntax::ast;
 
@@ -38,22 +37,8 @@ impl Checker<'_> {
             );
             return None;
         }
-        let sig = FuncSig {
-            name: s.func.name.clone(),
-            params: Vec::new(),
-            ret: 0,
-        };
-        self.entry_values.clear();
-        self.shared.clear();
-        let no_params = [Vec::new()];
-        let scope = Scope {
-            func: &sig,
-            params: &[],
-            funcs: std::slice::from_ref(&sig),
-            per_func: &no_params,
-            several: false,
-            func_cap: sig.name.len() as u32 + 1,
-        };
+        let sig = self.bare_item(s);
+        let scope = Scope::bare(&sig);
         let super::on::PointBody {
             entry_filter,
             return_filter,

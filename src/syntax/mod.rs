@@ -288,6 +288,20 @@ fn profile_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
     }
     let name = name.expect("the grammar starts a profile with `profile`");
     Session {
+        profile: Some(rate),
+        ..named_item(name, predicate, actions, whole)
+    }
+}
+
+/// An item that traces no function (a profile, offcpu) as a session named by its
+/// keyword.
+fn named_item(
+    name: Ident,
+    predicate: Option<Expr>,
+    actions: Option<Vec<Action>>,
+    whole: Span,
+) -> Session {
+    Session {
         func: name.clone(),
         funcs: vec![name],
         file: None,
@@ -296,7 +310,7 @@ fn profile_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
         span: whole,
         ends: None,
         on: None,
-        profile: Some(rate),
+        profile: None,
         offcpu: false,
     }
 }
@@ -317,16 +331,8 @@ fn offcpu_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
     }
     let name = name.expect("the grammar starts an offcpu item with `offcpu`");
     Session {
-        func: name.clone(),
-        funcs: vec![name],
-        file: None,
-        predicate,
-        actions,
-        span: whole,
-        ends: None,
-        on: None,
-        profile: None,
         offcpu: true,
+        ..named_item(name, predicate, actions, whole)
     }
 }
 
