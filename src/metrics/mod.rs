@@ -340,3 +340,12 @@ mod otlp_tests;
 mod server_tests;
 #[cfg(test)]
 mod tests;
+
+/// The one TLS crypto provider of the exporter's server and the OTLP client: rustls over
+/// *ring* (no C toolchain or cmake at build time, unlike aws-lc-rs). rustls 0.23.48
+/// deprecates it for lacking post-quantum key exchange; the exporter's peers (Prometheus,
+/// OTLP collectors) negotiate X25519 and the NIST curves, which it has.
+#[allow(deprecated)]
+pub(crate) fn crypto_provider() -> std::sync::Arc<rustls::crypto::CryptoProvider> {
+    std::sync::Arc::new(rustls::crypto::ring::default_provider())
+}

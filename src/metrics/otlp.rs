@@ -288,7 +288,7 @@ fn agent(roots: Vec<ureq::tls::Certificate<'static>>) -> ureq::Agent {
     let tls = TlsConfig::builder()
         .provider(TlsProvider::Rustls)
         .root_certs(RootCerts::Specific(Arc::new(roots)))
-        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .unversioned_rustls_crypto_provider(super::crypto_provider())
         .build();
     ureq::Agent::config_builder()
         .tls_config(tls)

@@ -169,7 +169,7 @@ fn tls(
     client: Option<&str>,
     request: &[u8],
 ) -> std::io::Result<String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = super::crypto_provider();
     let mut roots = rustls::RootCertStore::empty();
     for c in CertificateDer::pem_file_iter(dir.join("ca.pem")).unwrap() {
         roots.add(c.unwrap()).unwrap();

@@ -203,7 +203,7 @@ fn tls_config(t: &TlsFile, dir: &Path) -> Result<Arc<ServerConfig>, String> {
     };
     let ca = pem(&t.client_ca, &t.client_ca_file, "client_ca")?;
     let versions = versions(t.min_version.as_deref(), t.max_version.as_deref())?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = super::crypto_provider();
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions)
         .map_err(|e| format!("tls_server_config: {e}"))?;
