@@ -122,9 +122,11 @@ impl Checker<'_> {
         // Every address of a user-space session is in the traced process.
         let user_pointer = self.is_user_pointer(scope, &p);
         let user = self.user.is_some() || user_pointer;
-        // A USDT argument of 8 bytes is an address whatever its sign (gcc marks some
-        // pointers signed), as bpftrace's `str(arg0)` takes it.
-        let usdt_word = user_pointer && matches!(p.ty, Ty::Int(Scalar { size: 8, .. }));
+        // A 64-bit word of user space is an address whatever its sign, as bpftrace's
+        // `str(arg0)`/`str(retval)` take it: a USDT argument (gcc marks some pointers
+        // signed) or a value of a user function without DWARF, whose parameters and
+        // return are `s64` (`str(ret)` of bash's `readline`).
+        let user_word = user && matches!(p.ty, Ty::Int(Scalar { size: 8, .. }));
         let address = match p.kind {
             // A `char *` parameter or return value, which fslat reads as a string.
             ExprKind::Deref(inner) => *inner,
@@ -148,7 +150,7 @@ impl Checker<'_> {
                     hops,
                 },
             },
-            kind if usdt_word
+            kind if user_word
                 || matches!(
                     p.ty,
                     Ty::Ptr { .. }
