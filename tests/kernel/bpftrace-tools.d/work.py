@@ -9,12 +9,19 @@ from the rest of the guest. What each does is the known answer the script checks
                          closes all six sockets
     work.py threads      starts 3 threads (3 pthread_create) and joins them
     work.py resolve      getaddrinfo("localhost") 3 times
+    work.py tls PORT     a TLS server thread and a client over 127.0.0.1:PORT (a
+                         self-signed certificate made with openssl(1)): one handshake
+                         each side, then the client sends 5 bytes and the server reads
+                         them
 """
 
 import ctypes
 import os
 import socket
+import ssl
+import subprocess
 import sys
+import tempfile
 import threading
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -67,8 +74,43 @@ def resolve():
         socket.getaddrinfo("localhost", 80, socket.AF_INET, socket.SOCK_STREAM)
 
 
+def tls(port):
+    d = tempfile.mkdtemp()
+    key, cert = os.path.join(d, "key.pem"), os.path.join(d, "cert.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-subj", "/CN=localhost", "-days", "1", "-keyout", key, "-out", cert],
+        check=True, capture_output=True,
+    )
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    client_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client_ctx.load_verify_locations(cert)
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(1)
+    got = []
+
+    def serve():
+        conn, _ = listener.accept()
+        with server_ctx.wrap_socket(conn, server_side=True) as s:
+            got.append(s.recv(5))
+
+    t = threading.Thread(target=serve)
+    t.start()
+    with client_ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)),
+                                server_hostname="localhost") as c:
+        c.sendall(b"hello")
+        t.join()
+    listener.close()
+    assert got == [b"hello"], got
+
+
 what = sys.argv[1]
 if what == "tcp":
     tcp(int(sys.argv[2]))
+elif what == "tls":
+    tls(int(sys.argv[2]))
 else:
     {"kill": kill, "setuid": setuid, "threads": threads, "resolve": resolve}[what]()
