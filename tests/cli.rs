@@ -212,63 +212,89 @@ fn list_usdt_probes_with_their_argument_types_and_say_why_none() {
     );
 }
 
-/// A USDT point the file cannot give is one error before anything loads: a probe it
-/// lacks (the nearest names, its providers), a file without notes, an argument past the
-/// probe's count, a semaphore the kernel cannot count; and a point that checks compiles (`--emit c`) with libbpf's USDT header.
+/// USDT points a file cannot give, each refused with one error before anything loads:
+/// (the file of tests/kernel/user, the point and action, the code, what the error says).
+const USDT_REFUSED: &[(&str, &str, &str, &[&str])] = &[
+    (
+        "sdt",
+        "argz { count() }",
+        "F0841",
+        &[
+            "has no USDT probe `argz`",
+            "did you mean `args`?",
+            "its providers: `fslat`",
+        ],
+    ),
+    (
+        "sdt",
+        "nope:args { count() }",
+        "F0841",
+        &["has no USDT probe `nope:args`"],
+    ),
+    (
+        "ufunc",
+        "foo { count() }",
+        "F0840",
+        &["has no USDT probes (no `.note.stapsdt` section)"],
+    ),
+    (
+        "sdt",
+        "guarded { emit arg1 }",
+        "F0404",
+        &[
+            "`arg1` does not exist",
+            "USDT probe `fslat:guarded` has 1 argument(s)",
+        ],
+    ),
+    (
+        "sdt-odd",
+        "odd { count() }",
+        "F0844",
+        &[
+            "USDT probe `fslat:odd` cannot be enabled: its semaphore (file offset 0x",
+            ") is not 2-byte aligned",
+        ],
+    ),
+    (
+        "sdt-odd",
+        "twice { count() }",
+        "F0842",
+        &["USDT probe `twice` is in several providers of the file: `fslat`, `other`"],
+    ),
+    (
+        "sdt-odd",
+        "global { count() }",
+        "F0843",
+        &["its argument 0 (`-4@fslat_counter(%rip)`) is in a form libbpf cannot read"],
+    ),
+];
+
 #[test]
-fn usdt_points_refuse_unknown_probes_files_without_notes_and_missing_arguments() {
+fn usdt_points_a_file_cannot_give_are_one_error_each() {
+    let dir = user_programs();
+    for (file, point, code, says) in USDT_REFUSED {
+        let exe = dir.path().join(file);
+        let script = format!("on usdt:{}:{point}", exe.display());
+        let out = fslat(&["--emit", "c", "-e", &script]);
+        assert_eq!(out.status.code(), Some(1), "{script}: {out:?}");
+        let stderr = text(&out.stderr);
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors.len(), 1, "{script}: {stderr}");
+        assert!(
+            errors[0].starts_with(&format!("error[{code}]: ")),
+            "{script}: {stderr}"
+        );
+        for s in *says {
+            assert!(stderr.contains(s), "{script}: {s:?} in {stderr}");
+        }
+    }
+}
+
+/// A USDT point that checks compiles (`--emit c`) with libbpf's USDT header.
+#[test]
+fn usdt_points_compile_with_libbpfs_usdt_header() {
     let dir = user_programs();
     let exe = dir.path().join("sdt");
-    let script = |p: &str| format!("on usdt:{}:{p}", exe.display());
-    let out = fslat(&["--emit", "c", "-e", &script("argz { count() }")]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("error[F0841]: "), "{stderr}");
-    assert!(stderr.contains("has no USDT probe `argz`"), "{stderr}");
-    assert!(stderr.contains("did you mean `args`?"), "{stderr}");
-    assert!(stderr.contains("its providers: `fslat`"), "{stderr}");
-    let out = fslat(&["--emit", "c", "-e", &script("nope:args { count() }")]);
-    assert!(
-        text(&out.stderr).contains("has no USDT probe `nope:args`"),
-        "{out:?}"
-    );
-    let plain = dir.path().join("ufunc");
-    let out = fslat(&[
-        "--emit",
-        "c",
-        "-e",
-        &format!("on usdt:{}:foo {{ count() }}", plain.display()),
-    ]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    assert!(
-        text(&out.stderr).contains("has no USDT probes (no `.note.stapsdt` section)"),
-        "{out:?}"
-    );
-    let out = fslat(&["--emit", "c", "-e", &script("guarded { emit arg1 }")]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let stderr = text(&out.stderr);
-    assert!(stderr.contains("`arg1` does not exist"), "{stderr}");
-    assert!(
-        stderr.contains("USDT probe `fslat:guarded` has 1 argument(s)"),
-        "{stderr}"
-    );
-    // A semaphore the kernel cannot count (odd): refused before any point attaches.
-    let odd = dir.path().join("sdt-odd");
-    let out = fslat(&[
-        "--emit",
-        "c",
-        "-e",
-        &format!("on usdt:{}:odd {{ count() }}", odd.display()),
-    ]);
-    assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains(
-            "error[F0844]: USDT probe `fslat:odd` cannot be enabled: its semaphore (file offset 0x"
-        ),
-        "{stderr}"
-    );
-    assert!(stderr.contains(") is not 2-byte aligned"), "{stderr}");
     let out = fslat(&[
         "--emit",
         "c",

@@ -690,6 +690,8 @@ struct Case {
     /// Only on these kernels of the test bed (`KERNELS`), for behaviour no BTF name
     /// tells apart; empty: every kernel.
     kernels: Vec<String>,
+    /// Not on these kernels, each with the reason it cannot run there (`SKIP`).
+    skips: Vec<(String, String)>,
     workload: Option<Vec<String>>,
     prog: Option<String>,
     args: Vec<String>,
@@ -728,6 +730,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
     let mut name = None;
     let mut requires: Option<Vec<Requires>> = None;
     let mut kernels: Vec<String> = Vec::new();
+    let mut skips: Vec<(String, String)> = Vec::new();
     let mut workload = None;
     let mut prog: Option<String> = None;
     let mut args = Vec::new();
@@ -774,6 +777,16 @@ fn parse_case(text: &str) -> Result<Case, String> {
                 need("a text")?;
                 once(name.is_some())?;
                 name = Some(rest.to_string());
+            }
+            "SKIP" => {
+                let (k, why) = rest.split_once(' ').unwrap_or((rest, ""));
+                if !KERNELS.contains(&k) || why.trim().is_empty() {
+                    return Err(err(format!(
+                        "SKIP {rest:?}: a kernel ({}) and the reason",
+                        KERNELS.join(", ")
+                    )));
+                }
+                skips.push((k.to_string(), why.trim().to_string()));
             }
             "KERNELS" => {
                 need("kernel names")?;
@@ -967,6 +980,7 @@ fn parse_case(text: &str) -> Result<Case, String> {
         name,
         requires: requires.unwrap_or_default(),
         kernels,
+        skips,
         workload,
         prog,
         args,
@@ -1161,6 +1175,12 @@ fn guest(kernel: &str) -> ExitCode {
             } else {
                 println!("skip {file}: {} (needs a kernel without {name})", case.name);
             }
+            let _ = std::io::stdout().flush();
+            continue;
+        }
+        if let Some((_, why)) = case.skips.iter().find(|(k, _)| k == kernel) {
+            t.skipped += 1;
+            println!("skip {file}: {} (not on {kernel}: {why})", case.name);
             let _ = std::io::stdout().flush();
             continue;
         }

@@ -145,12 +145,18 @@ const USDT_WITHOUT_COOKIES: &str = "Run with -v for libbpf's messages. Before Li
 
 /// The kernel's reason, and what to do about it.
 fn explain(e: &libbpf_rs::Error) -> (String, &'static str) {
-    let text = e.to_string();
+    // With its causes: libbpf-rs's own text ("failed to attach uprobe") says no errno.
+    // 524 is the kernel's own ENOTSUPP, which libc has no name for.
+    let text = format!("{e:#}").replace("Unknown error 524 (os error 524)", "ENOTSUPP (524)");
     let hint = if text.contains("No such file") || text.contains("ENOENT") {
         "The file was removed or replaced since fslat read it: run fslat again."
     } else if text.contains("Operation not supported") || text.contains("EOPNOTSUPP") {
         "This kernel cannot attach that way: try --mode uprobe."
-    } else if text.contains("Invalid argument") || text.contains("EINVAL") {
+    } else if ["Invalid argument", "EINVAL", "ENOTSUPP"]
+        .iter()
+        .any(|t| text.contains(t))
+    {
+        // ENOTSUPP: uprobes cannot step over the instruction there.
         "The kernel refused a function's address in the file (not an instruction it can probe)."
     } else {
         "Run with -v for libbpf's messages."

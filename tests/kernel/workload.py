@@ -400,6 +400,47 @@ def cgroup_spec(items):
     return out
 
 
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+
+def pg_backend(pgdir):
+    """Starts a PostgreSQL cluster in pgdir (tests/kernel/pg-setup) and one psql session
+    on it; returns the psql process and its backend's pid (the process the postmaster
+    forked for the connection, found by its title: `postgres: USER DB [local] ...`)."""
+    import subprocess
+    subprocess.run(["tests/kernel/pg-setup", pgdir], check=True)
+    before = set(os.listdir("/proc"))
+    psql = subprocess.Popen(["runuser", "-u", "postgres", "--", "psql", "-h", pgdir, "-X",
+                             "-q", "-o", "/dev/null", "postgres"],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    psql.stdin.write("SELECT 1;\n")
+    psql.stdin.flush()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for pid in set(os.listdir("/proc")) - before:
+            try:
+                title = open(f"/proc/{pid}/cmdline", "rb").read()
+            except OSError:
+                continue
+            if title.startswith(b"postgres: postgres postgres [local]"):
+                return psql, int(pid)
+        time.sleep(0.05)
+    sys.exit("workload: no PostgreSQL backend for the psql session")
+
+
+def pg_queries(psql, pgdir):
+    """pg-queries' mix over the session: 50 `SELECT pg_sleep(0.02);` and 50 `SELECT 1;`
+    interleaved; then the session ends and the cluster stops."""
+    import subprocess
+    for _ in range(50):
+        psql.stdin.write("SELECT pg_sleep(0.02);\nSELECT 1;\n")
+    psql.stdin.close()
+    psql.wait()
+    subprocess.run(["runuser", "-u", "postgres", "--", f"{PG_BIN}/pg_ctl", "-D",
+                    f"{pgdir}/pgdata", "-m", "fast", "-w", "stop"],
+                   stdout=subprocess.DEVNULL, check=True)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--go", help="start once this file exists")
@@ -476,6 +517,9 @@ def main():
     s.add_argument("items", nargs="*")
     s.add_argument("--late", action="append", default=[],
                    help="PATH:N: a cgroup made after the go file, removed after its reads")
+    s = sub.add_parser("pg-backend", help="a PostgreSQL cluster in DIR and one psql session: "
+                       "prints its backend's pid, not its own; then pg-queries' 50 and 50")
+    s.add_argument("dir")
     s = sub.add_parser("sleep", help="just wait, reading nothing")
     s.add_argument("seconds", type=float)
     a = p.parse_args()
@@ -487,6 +531,13 @@ def main():
             home = f.read().split("::", 1)[1].strip()
         for path, _ in cgroup_spec(a.items):
             os.makedirs(CGROUP_ROOT + path, exist_ok=True)
+    if a.what == "pg-backend":
+        # The process to trace (-p $PID) is the backend the session's queries run in.
+        psql, backend = pg_backend(a.dir)
+        print(backend, flush=True)
+        wait_for(a.go)
+        pg_queries(psql, a.dir)
+        return
     print(os.getpid(), flush=True)
     if a.what == "exec-now":
         # The program runs (and can be found by pid) before fslat starts; it waits for

@@ -52,6 +52,16 @@ static __attribute__((noinline)) void recurse(int depth)
 	DTRACE_PROBE1(fslat, leave, depth);
 }
 
+/* A function the kernel refuses to uprobe: its first instruction, hlt, is one uprobes
+ * cannot step over (EINVAL at attach while a process maps the file). Never called; the
+ * usdt_semaphore case attaches to it after fslat:guarded, to fail an attach part way. */
+__asm__(".globl fslat_unprobeable\n"
+	".type fslat_unprobeable, @function\n"
+	"fslat_unprobeable:\n"
+	"\thlt\n"
+	"\tret\n"
+	".size fslat_unprobeable, .-fslat_unprobeable\n");
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 1;
