@@ -27,6 +27,10 @@
     check.py row-sum PATTERN N|LO..HI   text output: the counts of the aggregation rows
                                         whose keys match PATTERN add up to N (or LO..HI)
 
+    check.py blocked PATTERN            text output: the counts of the rows matching
+                                        PATTERN add up to the sleeper's own count of the
+                                        times its naps blocked (tests/kernel/user/sleeper.c)
+
     check.py switch-ins FILE            text output of `count() by next->pid as pid`
                                         (named `ins`): for each `PID SWITCH_INS
                                         RUN_DELAY_NS` line of FILE (the kernel's
@@ -238,6 +242,20 @@ def row_sum(pattern, want):
     if not lo <= total <= hi:
         fail(f"rows matching {pattern!r} add up to {total}, expected {want}: {got}")
     print(f"{len(got)} rows matching {pattern!r} add up to {total}")
+
+
+def blocked(pattern):
+    """Text output: the counts of the rows matching PATTERN add up to the sleeper's own
+    count of the times its naps blocked (its line `switched N times blocked`)."""
+    lines = sys.stdin.read().splitlines()
+    said = [int(m.group(1)) for m in (re.search(r"^sleeper: the naps switched (\d+) times blocked", l) for l in lines) if m]
+    if len(said) != 1:
+        fail(f"no one line of the sleeper's switches: {said}")
+    rows = [re.fullmatch(r"  (.*) (\d+)", line) for line in lines]
+    got = sum(int(m.group(2)) for m in rows if m and re.search(pattern, m.group(1)))
+    print(f"rows matching {pattern!r}: {got}; the naps blocked {said[0]} times")
+    if got != said[0]:
+        fail(f"{got} stretches, but the naps blocked {said[0]} times")
 
 
 def shares(least, points, wants):
@@ -543,6 +561,9 @@ def main():
         return
     if what == "shares":
         shares(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:])
+        return
+    if what == "blocked":
+        blocked(sys.argv[2])
         return
     if what == "row-sum":
         row_sum(sys.argv[2], sys.argv[3])
