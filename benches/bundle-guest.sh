@@ -8,17 +8,12 @@
 # Prints a Markdown table on stdout; progress on stderr.
 set -uo pipefail
 
-B=${BENCH_BIN:?}
-FSLAT=${BENCH_FSLAT:?}
 BUNDLE=${BENCH_BUNDLE:?}
-REPS=${BENCH_REPS:-5}
-W="$B/workload"
-H="$B/harness"
-T=/tmp/bench
-mkdir -p "$T"
 SLOW='session vfs_read where latency >= 10s { emit }'
 
 . "$(dirname "$0")/common.sh"
+bench_env
+REPS=${BENCH_REPS:-5}
 
 for f in "$FSLAT" "$BUNDLE" "$(readlink -f "$(command -v clang)")"; do cat "$f" >/dev/null; done
 settle

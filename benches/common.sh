@@ -1,6 +1,7 @@
-# Shared by the guest benchmark scripts (benches/guest.sh, several.sh, aggregations.sh):
-# reading the harness's KEY=VALUE figures, running one traced case, and waiting for the
-# per-call time to settle. Needs $H (harness), $W (workload) and $T (scratch dir).
+# Shared by the guest benchmark scripts (benches/*.sh): their environment, the bpftrace
+# root's mounts, reading the harness's KEY=VALUE figures, starting and stopping a tracer,
+# running one traced case, and waiting for the per-call time to settle. Needs $H (harness),
+# $W (workload) and $T (scratch dir), which bench_env sets.
 log() { echo "bench: $*" >&2; }
 
 # The environment every per-call script shares (BENCH_BIN: the harness and workload;
@@ -58,4 +59,30 @@ settle() {
         ((stable >= 2)) && { log "settled after $i runs at $v ns/call"; return; }
     done
     log "warning: per-call time did not settle (last $v)"
+}
+
+# The figure a loop or the workload prints: its ns per call.
+per_call() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
+
+# Start CMD, its output in $T/out and $T/err, and wait for READY on its stderr; its pid in
+# $tracer. Fails when the tracer exits first, or says nothing ready in 6000 polls.
+start_tracer() { # READY CMD...
+    local ready=$1 i
+    shift
+    "$@" >"$T/out" 2>"$T/err" &
+    tracer=$!
+    for i in $(seq 6000); do
+        grep -q "$ready" "$T/err" && return 0
+        kill -0 "$tracer" 2>/dev/null || { log "tracer exited: $(tail -3 "$T/err")"; return 1; }
+        sleep 0.01
+    done
+    log "tracer never said $ready: $(tail -3 "$T/err")"
+    return 1
+}
+stop_tracer() { kill -INT "$tracer"; wait "$tracer"; }
+
+# ONCE ARGS... once untimed (clang, caches), then REPS times: the median of what it prints.
+median_of_runs() { # ONCE ARGS...
+    "$@" >/dev/null
+    for _ in $(seq "$REPS"); do "$@"; done | median
 }

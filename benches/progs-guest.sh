@@ -11,8 +11,8 @@ set -uo pipefail
 ROOT=${BENCH_ROOT:?}
 OUT=${PROGS_OUT:-/run/fslat-share}
 mkdir -p "$OUT"
-mount -t proc proc "$ROOT/proc" && mount -t sysfs sysfs "$ROOT/sys" && mount -t bpf bpf "$ROOT/sys/fs/bpf" &&
-    mount --rbind /dev "$ROOT/dev" || echo "progs: chroot mounts failed" >&2
+. "$(dirname "$0")/common.sh"
+mount_root "$ROOT"
 export XDG_CACHE_HOME=/tmp/progs-cache
 b=0
 for f in $PROGS_FSLAT; do

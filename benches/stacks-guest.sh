@@ -3,45 +3,28 @@
 # per-call cost of a kernel-stack key on vfs_read, for fslat (fsession and fentry) and
 # bpftrace, against plain count() and no tracer. Report (Markdown) on stdout.
 #
-# Environment: BENCH_WORKLOAD (benches/c/workload.c, static), BENCH_FSLAT (release
+# Environment: BENCH_BIN (the static workload of benches/c/workload.c), BENCH_FSLAT (release
 # binary), BENCH_ROOT (debootstrap root with bpftrace), BENCH_N (preads per run),
 # BENCH_REPS (runs per row; the median is reported).
 set -uo pipefail
-W=${BENCH_WORKLOAD:?}
-FSLAT=${BENCH_FSLAT:?}
 ROOT=${BENCH_ROOT:?}
-N=${BENCH_N:-20000}
-REPS=${BENCH_REPS:-3}
-T=/tmp/bench
-mkdir -p "$T"
 . "$(dirname "$0")/common.sh"
-
+bench_env
 mount_root "$ROOT"
-export XDG_CACHE_HOME=$T/cache
 
 # One run: start the tracer, wait for its ready line on stderr, time N preads, stop it
 # with SIGINT. Prints ns per call.
 once() { # READY CMD...
-    local ready=$1
-    shift
-    "$@" >"$T/out" 2>"$T/err" &
-    local pid=$! i
-    for i in $(seq 6000); do
-        grep -q "$ready" "$T/err" && break
-        kill -0 "$pid" 2>/dev/null || { log "tracer exited: $(tail -3 "$T/err")"; return; }
-        sleep 0.05
-    done
-    "$W" "$N" | sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'
-    kill -INT "$pid"
-    wait "$pid"
+    start_tracer "$@" || return
+    "$W" "$N" | per_call
+    stop_tracer
     grep -h 'SUMMARY\|stack_lost' "$T/out" | head -2 >&2
 }
 row() { # LABEL READY CMD...: a warm-up run (compiles, caches), then REPS timed runs
     local label=$1
     shift
-    once "$@" >/dev/null
     local v
-    v=$(for _ in $(seq "$REPS"); do once "$@"; done | median)
+    v=$(median_of_runs once "$@")
     log "$label: $v ns/call"
     echo "| $label | $v |"
 }

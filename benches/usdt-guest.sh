@@ -2,55 +2,31 @@
 # Runs inside the Linux 7.x guest booted by benches/usdt (tests/vm/run --icount).
 # Report (Markdown) on stdout.
 set -uo pipefail
-B=${BENCH_BIN:?}
-FSLAT=${BENCH_FSLAT:?}
 ROOT=${BENCH_ROOT:?}
-N=${BENCH_N:-20000}
-REPS=${BENCH_REPS:-3}
-T=/tmp/bench
-mkdir -p "$T"
 . "$(dirname "$0")/common.sh"
-
+bench_env
 mount_root "$ROOT"
-export XDG_CACHE_HOME=$T/cache
 # The traced program where bpftrace in its root sees it too (the same inode).
 cp "$B/usdtloop" "$ROOT/tmp/"
 U=$ROOT/tmp/usdtloop
-W=$B/workload
-
-# Start CMD, wait for READY on its stderr; the pid in $tracer.
-start() { # READY CMD...
-    local ready=$1 i
-    shift
-    "$@" >"$T/out" 2>"$T/err" &
-    tracer=$!
-    for i in $(seq 6000); do
-        grep -q "$ready" "$T/err" && return 0
-        kill -0 "$tracer" 2>/dev/null || { log "tracer exited: $(tail -3 "$T/err")"; return 1; }
-        sleep 0.01
-    done
-    return 1
-}
-stop() { kill -INT "$tracer"; wait "$tracer"; }
 once() { # LOOP READY CMD...: the loop's ns per call while CMD traces
     local loop=$1
     shift
-    start "$@" || return
-    "$loop" "$N" | sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'
-    stop
+    start_tracer "$@" || return
+    "$loop" "$N" | per_call
+    stop_tracer
     grep -h 'SUMMARY\|^@' "$T/out" | head -2 >&2
 }
 row() { # LABEL LOOP READY CMD...: a warm-up run (compiles, caches), then REPS timed runs
     local label=$1
     shift
-    once "$@" >/dev/null
     local v
-    v=$(for _ in $(seq "$REPS"); do once "$@"; done | median)
+    v=$(median_of_runs once "$@")
     log "$label: $v ns/call"
     echo "$label|$v"
 }
 none() { # LOOP
-    for _ in $(seq "$REPS"); do "$1" "$N" | sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; done | median
+    for _ in $(seq "$REPS"); do "$1" "$N" | per_call; done | median
 }
 table() { # NONE ROWS: the rows with their overhead, and the ratio to the last row's
     local n=$1 rows=$2 bt

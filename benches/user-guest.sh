@@ -2,51 +2,31 @@
 # Runs inside the Linux 7.x guest booted by benches/user (tests/vm/run --icount).
 # Report (Markdown) on stdout.
 set -uo pipefail
-B=${BENCH_BIN:?}
-FSLAT=${BENCH_FSLAT:?}
 ROOT=${BENCH_ROOT:?}
-N=${BENCH_N:-200000}
-REPS=${BENCH_REPS:-3}
-T=/tmp/bench
-mkdir -p "$T"
 . "$(dirname "$0")/common.sh"
+bench_env
+N=${BENCH_N:-200000}
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 mount_root "$ROOT"
-export XDG_CACHE_HOME=$T/cache
 # The traced programs, where bpftrace in its root sees them too (the same inodes).
 cp "$B/uloop" "$B/umany" "$ROOT/tmp/"
 U=$ROOT/tmp/uloop
 offset=$("$FSLAT" -lv "$U:work" 2>/dev/null | sed -n 's/.*offset \(0x[0-9a-f]*\).*/\1/p')
 log "work at $offset"
 
-# Start CMD, wait for READY on its stderr; the pid in $tracer.
-start() { # READY CMD...
-    local ready=$1 i
-    shift
-    "$@" >"$T/out" 2>"$T/err" &
-    tracer=$!
-    for i in $(seq 6000); do
-        grep -q "$ready" "$T/err" && return 0
-        kill -0 "$tracer" 2>/dev/null || { log "tracer exited: $(tail -3 "$T/err")"; return 1; }
-        sleep 0.01
-    done
-    return 1
-}
-stop() { kill -INT "$tracer"; wait "$tracer"; }
-loop() { "$U" "$N" | sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
+loop() { "$U" "$N" | per_call; }
 once() { # READY CMD...
-    start "$@" || return
+    start_tracer "$@" || return
     loop
-    stop
+    stop_tracer
     grep -h 'SUMMARY\|calls=' "$T/out" | head -2 >&2
 }
 row() { # LABEL READY CMD...: a warm-up run (compiles, caches), then REPS timed runs
     local label=$1
     shift
-    once "$@" >/dev/null
     local v
-    v=$(for _ in $(seq "$REPS"); do once "$@"; done | median)
+    v=$(median_of_runs once "$@")
     log "$label: $v ns/call"
     echo "$label|$v"
 }
@@ -88,9 +68,9 @@ for spec in "1 uf000" "100 uf0??" "1000 uf???"; do
     cells=""
     for mode in uprobe-session uprobe; do
         prog="session $ROOT/tmp/umany:$2 { count() }"
-        start Tracing "$FSLAT" --mode "$mode" -e "$prog" && stop
+        start_tracer Tracing "$FSLAT" --mode "$mode" -e "$prog" && stop_tracer
         t0=$(now_ms)
-        start Tracing "$FSLAT" --mode "$mode" -e "$prog" && t1=$(now_ms) && stop
+        start_tracer Tracing "$FSLAT" --mode "$mode" -e "$prog" && t1=$(now_ms) && stop_tracer
         grep -h SUMMARY "$T/out" | head -1 >&2
         cells="$cells | $((t1 - t0))"
     done
@@ -103,7 +83,7 @@ echo
 echo "fslat and bpftrace attached at the same time to \`nap\` of benches/c/uloop.c, which"
 echo "then sleeps 1 ms five times and 4 ms three times (guest time)."
 echo
-start Tracing "$FSLAT" -e "session $U:nap { count(); hist(latency) }"
+start_tracer Tracing "$FSLAT" -e "session $U:nap { count(); hist(latency) }"
 fslat_pid=$tracer
 cp "$T/err" "$T/fslat.err"
 mv "$T/out" "$T/fslat.out.tmp" 2>/dev/null
@@ -115,7 +95,7 @@ for _ in $(seq 6000); do grep -q "Attached " "$T/bt.err" && break; sleep 0.01; d
 "$U" nap 4 3
 kill -INT "$bt_pid"; wait "$bt_pid"
 tracer=$fslat_pid
-kill -INT "$tracer"; wait "$tracer"
+stop_tracer
 echo '```'
 echo "\$ fslat -e 'session /tmp/uloop:nap { count(); hist(latency) }'"
 cat "$T/fslat.out.tmp" "$T/out" 2>/dev/null | grep -v '^$'

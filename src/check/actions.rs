@@ -102,14 +102,14 @@ impl Checker<'_> {
             };
             fields.push(("ret".into(), 0..0, ret));
         }
-        if !self.at_point || self.in_offcpu {
+        if !self.now.at_point || self.now.in_offcpu {
             fields.push((
                 "latency".into(),
                 0..0,
                 builtin(builtins::LATENCY, Ty::Duration),
             ));
         }
-        if self.in_offcpu {
+        if self.now.in_offcpu {
             let runq = Builtin::named("runq").expect("runq is a builtin");
             fields.push(("runq".into(), 0..0, builtin(runq, Ty::Duration)));
         }

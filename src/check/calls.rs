@@ -121,7 +121,7 @@ impl Checker<'_> {
         let p = self.expr(scope, ptr)?;
         // Every address of a user-space session is in the traced process.
         let user_pointer = self.is_user_pointer(scope, &p);
-        let user = self.user.is_some() || user_pointer;
+        let user = self.now.user.is_some() || user_pointer;
         // A 64-bit word of user space is an address whatever its sign, as bpftrace's
         // `str(arg0)`/`str(retval)` take it: a USDT argument (gcc marks some pointers
         // signed) or a value of a user function without DWARF, whose parameters and
@@ -217,7 +217,7 @@ impl Checker<'_> {
         if let Some(r) = self.entry_in_span(e.span.clone()) {
             return Err(r);
         }
-        if self.at_point {
+        if self.now.at_point {
             return Err(self.error(e.span.clone(), DiagKind::EntryAtPoint));
         }
         let v = self.expr(scope, e)?;
@@ -243,6 +243,7 @@ impl Checker<'_> {
     /// several STARTs, the others compute it the same way (a builtin, not a parameter).
     pub(super) fn save_entry_value(&mut self, v: Expr, span: Span) -> Checked<Expr> {
         let others = self
+            .now
             .span_start
             .as_ref()
             .map_or(0, |s| s.len().saturating_sub(1));
@@ -257,11 +258,17 @@ impl Checker<'_> {
         at_others: Vec<Expr>,
         span: Span,
     ) -> Checked<Expr> {
-        let words: usize = self.entry_values.iter().map(|s| saved_words(&s.ty)).sum();
-        let same = |i: usize| self.entry_values[i] == v && self.entry_at_others[i] == at_others;
-        let index = match (0..self.entry_values.len()).find(|&i| same(i)) {
+        let words: usize = self
+            .now
+            .entry_values
+            .iter()
+            .map(|s| saved_words(&s.ty))
+            .sum();
+        let same =
+            |i: usize| self.now.entry_values[i] == v && self.now.entry_at_others[i] == at_others;
+        let index = match (0..self.now.entry_values.len()).find(|&i| same(i)) {
             Some(i) => i,
-            None if self.entry_values.len() >= MAX_ENTRY_VALUES
+            None if self.now.entry_values.len() >= MAX_ENTRY_VALUES
                 || (words + saved_words(&v.ty)) * 8 > MAX_ENTRY_BYTES =>
             {
                 return Err(self.error(
@@ -273,9 +280,9 @@ impl Checker<'_> {
                 ));
             }
             None => {
-                self.entry_values.push(v.clone());
-                self.entry_at_others.push(at_others);
-                self.entry_values.len() - 1
+                self.now.entry_values.push(v.clone());
+                self.now.entry_at_others.push(at_others);
+                self.now.entry_values.len() - 1
             }
         };
         Ok(Expr {

@@ -155,6 +155,7 @@ impl Checker<'_> {
                     continue;
                 };
                 if let Some(why) = self
+                    .now
                     .user
                     .is_none()
                     .then(|| rule.why_not(self.types(), &f))
@@ -168,7 +169,7 @@ impl Checker<'_> {
                     funcs.push(f);
                 }
             }
-            if found == 0 && self.user.is_some() {
+            if found == 0 && self.now.user.is_some() {
                 let file = s.file.as_ref().map_or("", |f| f.name.as_str());
                 let d = Diagnostic::new(
                     item.span.clone(),
@@ -233,7 +234,7 @@ impl Checker<'_> {
 
     /// A function named exactly: unknown and untraceable names are errors.
     pub(super) fn exact_function(&mut self, item: &ast::Ident) -> Option<FuncSig> {
-        if self.user.is_some() {
+        if self.now.user.is_some() {
             return self.user_function(item);
         }
         let Some(func) = self.types().function(&item.name) else {
@@ -319,7 +320,7 @@ impl Checker<'_> {
                         // The trampoline passes a struct of up to 16 bytes in two registers. A
                         // user function's floats go in vector registers and its bigger
                         // structs on the stack: they take no integer register.
-                        let user = self.user.is_some();
+                        let user = self.now.user.is_some();
                         slot += match self.types().resolve(p.ty) {
                             KType::Struct { size, .. } if user && size > 16 => 0,
                             KType::Struct { size, .. } => (size as usize).div_ceil(8).max(1),
@@ -387,7 +388,7 @@ impl Checker<'_> {
     /// parameter index, added to the shared list if new. An error names a function
     /// that lacks it or has it with another type.
     pub(super) fn shared_param(&mut self, scope: &Scope, name: &str, span: Span) -> Checked<usize> {
-        if let Some(i) = self.shared.iter().position(|(p, _)| p.name == name) {
+        if let Some(i) = self.now.shared.iter().position(|(p, _)| p.name == name) {
             return Ok(i);
         }
         let by_pos = name
@@ -445,14 +446,14 @@ impl Checker<'_> {
             ..first.clone()
         };
         let slots = found.iter().map(|(_, p, _)| p.slot).collect();
-        self.shared.push((param, slots));
-        Ok(self.shared.len() - 1)
+        self.now.shared.push((param, slots));
+        Ok(self.now.shared.len() - 1)
     }
 
     /// In a several-function session: the BTF type of parameter `i` (the first
     /// function's; every function has the same).
     pub(super) fn shared_param_type(&self, scope: &Scope, i: usize) -> crate::btf::TypeId {
-        let name = &self.shared[i].0.name;
+        let name = &self.now.shared[i].0.name;
         let params = &scope.per_func[0];
         let at = params.iter().position(|p| &p.name == name).or_else(|| {
             name.strip_prefix("arg")
@@ -513,10 +514,11 @@ impl Checker<'_> {
             .enumerate()
             .map(|(t, (f, ret_slot))| Target {
                 func: f.name.clone(),
-                slots: self.shared.iter().map(|(_, slots)| slots[t]).collect(),
+                slots: self.now.shared.iter().map(|(_, slots)| slots[t]).collect(),
                 ret_slot: *ret_slot,
                 ret: self.ret_scalar(f),
                 offset: self
+                    .now
                     .user
                     .as_ref()
                     .and_then(|u| u.get(&f.name))

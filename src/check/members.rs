@@ -53,6 +53,7 @@ impl Checker<'_> {
             ));
         };
         let user_offset = self
+            .now
             .user
             .as_ref()
             .map(|u| u.field_offset(struct_ty, &f.name).unwrap_or(0));

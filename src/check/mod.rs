@@ -76,19 +76,8 @@ pub fn check_with(
         next_agg: 0,
         agg_names: agg_names::Names::default(),
         opts,
-        shared: Vec::new(),
-        span_by_thread: false,
-        entry_values: Vec::new(),
-        entry_at_others: Vec::new(),
-        user: None,
-        span_start: None,
-        in_span: false,
-        at_point: false,
-        in_offcpu: false,
-        offcpu_saving: false,
         args: BTreeMap::new(),
-        fixing: None,
-        lets: Vec::new(),
+        now: SessionState::default(),
     };
     let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
     let mut per_func: HashMap<&str, usize> = HashMap::new();
@@ -105,6 +94,7 @@ pub fn check_with(
         } else {
             list.clone()
         };
+        cx.now = SessionState::default();
         if let Some(checked) = cx.session(index, label, s) {
             sessions.push(checked);
         }
@@ -128,6 +118,7 @@ pub fn check_with(
         }
         out
     };
+    cx.now = SessionState::default();
     let begin = lines(&mut cx, &script.begin);
     let end = lines(&mut cx, &script.end);
     if !cx.diags.is_empty() {
@@ -166,26 +157,41 @@ fn number_events(sessions: &mut [Session]) {
     }
 }
 
+/// The checker: what it reads (the kernel's types, the script's text, the options), what
+/// it builds for the whole program as it goes (diagnostics, struct declarations,
+/// aggregation names, run-time arguments), and `now`, the state of the one session
+/// being checked, fresh for each session.
 struct Checker<'k> {
     kernel: &'k dyn KernelTypes,
     source: &'k str,
+    opts: Options,
     diags: Vec<Diagnostic>,
     /// Struct declarations by name, with the structs they embed.
     structs: BTreeMap<StructName, (StructDecl, Vec<StructName>)>,
     struct_order: Vec<StructName>,
     next_agg: usize,
     agg_names: agg_names::Names,
-    opts: Options,
+    /// The run-time arguments used so far (`Options::runtime_args`), by number.
+    args: BTreeMap<usize, ScriptArg>,
+    now: SessionState,
+}
+
+/// What checking one session keeps while it runs: the values it saves at entry, its
+/// parameters, and which kind of item is being checked. `check_with` starts each session
+/// (and the BEGIN and END lines) from `SessionState::default()`, so nothing of one
+/// session reaches the next.
+#[derive(Default)]
+struct SessionState {
     /// A several-function session's parameters so far, with their slot in each function.
     shared: Vec<(Param, Vec<usize>)>,
     /// Checking a span whose ends are both keyed by `pid`: one thread's stretch.
     span_by_thread: bool,
-    /// The current session's `entry()` values so far.
+    /// The session's `entry()` values so far.
     entry_values: Vec<Expr>,
     /// For each of `entry_values`, the same value at a span's other STARTs (see
     /// `SpanStart::values`); empty lists elsewhere.
     entry_at_others: Vec<Vec<Expr>>,
-    /// The current session's user-space file, when it traces user-space functions.
+    /// The session's user-space file, when it traces user-space functions.
     user: Option<std::rc::Rc<crate::elf::UserTypes>>,
     /// While a span's END is checked: its STARTs, for `start.NAME`.
     span_start: Option<Vec<spans::Start>>,
@@ -198,8 +204,6 @@ struct Checker<'k> {
     /// While an `offcpu` item's actions are checked: its other names are read at the
     /// switch out and saved (`offcpu::saved_name`).
     offcpu_saving: bool,
-    /// The run-time arguments used so far (`Options::runtime_args`), by number.
-    args: BTreeMap<usize, ScriptArg>,
     /// While an expression whose value is compiled in is checked: what needs it (its
     /// run-time arguments take the words given now, and are fixed).
     fixing: Option<String>,
@@ -226,12 +230,9 @@ impl<'a> Scope<'a> {
 }
 
 impl Checker<'_> {
-    /// Starts checking an item without parameters (a profile, offcpu): its signature,
-    /// named as the item, and the per-session state cleared.
+    /// The signature of an item without parameters (a profile, offcpu), named as the
+    /// item.
     fn bare_item(&mut self, s: &ast::Session) -> crate::btf::FuncSig {
-        self.entry_values.clear();
-        self.entry_at_others.clear();
-        self.shared.clear();
         crate::btf::FuncSig {
             name: s.func.name.clone(),
             params: Vec::new(),
@@ -280,7 +281,6 @@ impl<'k> Checker<'k> {
     }
 
     fn session(&mut self, index: usize, label: String, s: &ast::Session) -> Option<Session> {
-        self.user = None;
         if s.ends.is_some() {
             return self.span_session(index, label, s);
         }
@@ -294,10 +294,10 @@ impl<'k> Checker<'k> {
             return self.offcpu_session(index, label, s);
         }
         if s.file.is_some() {
-            self.user = Some(self.open_user_file(s)?);
+            self.now.user = Some(self.open_user_file(s)?);
         }
         let mut checked = self.session_of_functions(index, label, s)?;
-        if let Some(types) = self.user.take() {
+        if let Some(types) = self.now.user.take() {
             checked.user = Some(UserSession {
                 path: types.path().display().to_string(),
                 mode: self.user_mode(),
@@ -323,7 +323,7 @@ impl<'k> Checker<'k> {
             per_func.push(params);
             ret_slots.push(ret_slot);
         }
-        self.shared = if several {
+        self.now.shared = if several {
             Self::common_params(&per_func)
         } else {
             per_func[0]
@@ -331,15 +331,13 @@ impl<'k> Checker<'k> {
                 .map(|p| (p.clone(), vec![p.slot]))
                 .collect()
         };
-        let params: Vec<Param> = self.shared.iter().map(|(p, _)| p.clone()).collect();
+        let params: Vec<Param> = self.now.shared.iter().map(|(p, _)| p.clone()).collect();
         let slot = ret_slots[0];
         let ret = if several && !self.has_shared_ret(&funcs) {
             None
         } else {
             self.ret_scalar(&func)
         };
-        self.entry_values.clear();
-        self.entry_at_others.clear();
         let func_cap = funcs
             .iter()
             .map(|f| f.name.len() as u32 + 1)
@@ -370,13 +368,13 @@ impl<'k> Checker<'k> {
             label,
             func: func.name.clone(),
             ret_slot: slot,
-            params: self.shared.iter().map(|(p, _)| p.clone()).collect(),
+            params: self.now.shared.iter().map(|(p, _)| p.clone()).collect(),
             ret,
             entry_filter,
             return_filter,
             events,
             aggregations,
-            entry_values: std::mem::take(&mut self.entry_values),
+            entry_values: std::mem::take(&mut self.now.entry_values),
             targets,
             several,
             skipped,
@@ -411,7 +409,7 @@ impl<'k> Checker<'k> {
             aggregations: Vec::new(),
         };
         self.block(scope, actions, None, &mut out);
-        self.lets.clear();
+        self.now.lets.clear();
         (out.events, out.aggregations)
     }
 
@@ -424,7 +422,7 @@ impl<'k> Checker<'k> {
         guard: Option<&Expr>,
         out: &mut Actions,
     ) {
-        let lets = self.lets.len();
+        let lets = self.now.lets.len();
         for a in actions {
             match a {
                 ast::Action::Emit { items, .. } => {
@@ -444,7 +442,7 @@ impl<'k> Checker<'k> {
                 }
                 ast::Action::Let { name, value } => {
                     if let Ok(v) = self.let_value(scope, name, value) {
-                        self.lets.push((name.name.clone(), v));
+                        self.now.lets.push((name.name.clone(), v));
                     }
                 }
                 ast::Action::Printf { args, span } => {
@@ -480,7 +478,7 @@ impl<'k> Checker<'k> {
                 }
             }
         }
-        self.lets.truncate(lets);
+        self.now.lets.truncate(lets);
     }
 
     /// A `let`'s value, unless its name would hide another (bpftrace keeps variables apart
@@ -494,7 +492,7 @@ impl<'k> Checker<'k> {
                 .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
         {
             Some("a parameter")
-        } else if self.lets.iter().any(|(l, _)| l == n) {
+        } else if self.now.lets.iter().any(|(l, _)| l == n) {
             Some("an earlier `let`")
         } else {
             None

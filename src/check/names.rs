@@ -82,14 +82,14 @@ impl Checker<'_> {
     }
 
     pub(super) fn name(&mut self, scope: &Scope, name: &str, span: Span) -> Checked<Expr> {
-        if let Some((_, value)) = self.lets.iter().rev().find(|(n, _)| n == name) {
+        if let Some((_, value)) = self.now.lets.iter().rev().find(|(n, _)| n == name) {
             return Ok(value.clone());
         }
         if let Some(def) = Builtin::named(name) {
             if let Some(read) = self.offcpu_name(scope, def, name, span.clone()) {
                 return read;
             }
-            if self.at_point && def.at_return && !matches!(def.ty, BuiltinTy::Stack(_)) {
+            if self.now.at_point && def.at_return && !matches!(def.ty, BuiltinTy::Stack(_)) {
                 return Err(self.at_point_only(name, span));
             }
             let ty = match def.ty {
@@ -99,7 +99,7 @@ impl Checker<'_> {
                 },
                 BuiltinTy::Duration => Ty::Duration,
                 BuiltinTy::Bool => Ty::Bool,
-                BuiltinTy::Stack(StackKind::Kernel) if self.user.is_some() => {
+                BuiltinTy::Stack(StackKind::Kernel) if self.now.user.is_some() => {
                     return Err(self.error(span, DiagKind::KernelOnlyName { name: name.into() }));
                 }
                 BuiltinTy::Stack(kind) => Ty::Stack(kind),
@@ -148,6 +148,7 @@ impl Checker<'_> {
                 names.extend(builtin_names().map(String::from));
                 let mut d = Diagnostic::new(span, DiagKind::UnknownName { name: name.into() });
                 if self
+                    .now
                     .user
                     .as_ref()
                     .is_some_and(|u| !u.has_dwarf(&scope.func.name))
@@ -183,7 +184,7 @@ impl Checker<'_> {
             }
         };
         let raw = scope.func.params[index].ty;
-        if self.user.is_some() {
+        if self.now.user.is_some() {
             self.in_register(scope, index, raw, span.clone())?;
         }
         self.param_value(index, raw, span)
@@ -199,7 +200,7 @@ impl Checker<'_> {
             },
         );
         // A USDT probe's name is `PROVIDER:NAME`; no kernel function's has a colon.
-        if scope.func.name.contains(':') && self.user.is_none() {
+        if scope.func.name.contains(':') && self.now.user.is_none() {
             d = d.hint(format!(
                 "USDT probe `{}` has {} argument(s), `arg0`..: its note says so (`fslat -l 'usdt:FILE:NAME'` lists them)",
                 scope.func.name,
@@ -213,7 +214,7 @@ impl Checker<'_> {
     /// minus the same total saved at entry, so that each call, nested or not, has its own.
     /// A span has them only when both its ends are one thread's (keyed by `pid`).
     fn sched_share(&mut self, total: Expr, name: &str, span: Span) -> Checked<Expr> {
-        if self.in_span && !self.span_by_thread {
+        if self.now.in_span && !self.now.span_by_thread {
             let d = Diagnostic::new(span, DiagKind::SchedInSpan { name: name.into() }).hint(
                 "key the span by the thread at both ends, `(pid)`, to follow one thread's time",
             );
@@ -241,7 +242,7 @@ impl Checker<'_> {
         name: &str,
         span: Span,
     ) -> Checked<Expr> {
-        if self.in_span && !self.span_by_thread {
+        if self.now.in_span && !self.now.span_by_thread {
             let d = Diagnostic::new(span, DiagKind::SchedInSpan { name: name.into() }).hint(
                 "key the span by the thread at both ends, `(pid)`, to follow one thread's time",
             );
@@ -306,10 +307,10 @@ impl Checker<'_> {
     }
 
     pub(super) fn ret(&mut self, scope: &Scope, span: Span) -> Checked<Expr> {
-        if self.at_point {
+        if self.now.at_point {
             return Err(self.at_point_only("ret", span));
         }
-        if self.in_span {
+        if self.now.in_span {
             return Err(self.error(span, DiagKind::RetInSpan));
         }
         if scope.several {

@@ -27,17 +27,17 @@ impl Checker<'_> {
     ) -> Option<Session> {
         let sig = self.bare_item(s);
         let scope = Scope::bare(&sig);
-        self.in_offcpu = true;
-        self.at_point = true;
+        self.now.in_offcpu = true;
+        self.now.at_point = true;
         let filter = s
             .predicate
             .as_ref()
             .and_then(|p| self.condition(&scope, p).ok());
-        self.offcpu_saving = true;
+        self.now.offcpu_saving = true;
         let (events, aggregations) = self.actions(&scope, index, &label, s, false);
-        self.offcpu_saving = false;
-        self.at_point = false;
-        self.in_offcpu = false;
+        self.now.offcpu_saving = false;
+        self.now.at_point = false;
+        self.now.in_offcpu = false;
         let (entry_filter, return_filter) = match filter {
             Some(f) => super::phases::split(f),
             None => (None, None),
@@ -71,7 +71,7 @@ impl Checker<'_> {
             return_filter,
             events,
             aggregations,
-            entry_values: std::mem::take(&mut self.entry_values),
+            entry_values: std::mem::take(&mut self.now.entry_values),
             targets: vec![Target {
                 func: sig.name,
                 slots: Vec::new(),
@@ -100,7 +100,7 @@ impl Checker<'_> {
         name: &str,
         span: Span,
     ) -> Option<Checked<Expr>> {
-        if !self.in_offcpu {
+        if !self.now.in_offcpu {
             return None;
         }
         if AT_SWITCH_IN.contains(&def.name()) {
@@ -109,18 +109,18 @@ impl Checker<'_> {
                 kind: ExprKind::Builtin(def),
             }));
         }
-        if !self.offcpu_saving {
+        if !self.now.offcpu_saving {
             return None;
         }
-        self.offcpu_saving = false;
+        self.now.offcpu_saving = false;
         let read = self.name(scope, name, span.clone());
-        self.offcpu_saving = true;
+        self.now.offcpu_saving = true;
         Some(read.and_then(|v| self.offcpu_saved(v, span)))
     }
 
     /// `v`, a thread's name read at the switch out, as the switch in reads it back.
     pub(super) fn offcpu_saved(&mut self, v: Expr, span: Span) -> Checked<Expr> {
-        if !self.offcpu_saving
+        if !self.now.offcpu_saving
             || matches!(v.kind, ExprKind::Builtin(b) if AT_SWITCH_IN.contains(&b.name()))
         {
             return Ok(v);

@@ -21,7 +21,7 @@ impl Checker<'_> {
         let (sig, usdt) = if s.file.is_some() {
             // A user function's entry: its file's DWARF names the arguments, as for
             // `session FILE:FUNC`; the uprobe reads them from the registers.
-            self.user = Some(self.open_user_file(s)?);
+            self.now.user = Some(self.open_user_file(s)?);
             let mut sig = self.user_function(&on.name)?;
             sig.ret = 0;
             (sig, None)
@@ -29,9 +29,7 @@ impl Checker<'_> {
             self.point(&on.name, on.tracepoint, on.usdt.as_ref())?
         };
         let (params, _) = self.params_of(&sig);
-        self.entry_values.clear();
-        self.entry_at_others.clear();
-        self.shared = params.iter().map(|p| (p.clone(), vec![p.slot])).collect();
+        self.now.shared = params.iter().map(|p| (p.clone(), vec![p.slot])).collect();
         let scope = Scope {
             func: &sig,
             params: &params,
@@ -46,7 +44,7 @@ impl Checker<'_> {
             events,
             aggregations,
         } = self.point_body(&scope, index, &label, s);
-        let user = self.user.take();
+        let user = self.now.user.take();
         let target = Target {
             func: sig.name.clone(),
             slots: params.iter().map(|p| p.slot).collect(),
@@ -101,13 +99,13 @@ impl Checker<'_> {
         label: &str,
         s: &ast::Session,
     ) -> PointBody {
-        self.at_point = true;
+        self.now.at_point = true;
         let filter = s
             .predicate
             .as_ref()
             .and_then(|p| self.condition(scope, p).ok());
         let (events, aggregations) = self.actions(scope, index, label, s, false);
-        self.at_point = false;
+        self.now.at_point = false;
         let (entry_filter, return_filter) = match filter {
             Some(f) => phases::split(f),
             None => (None, None),

@@ -120,7 +120,7 @@ impl Checker<'_> {
             kind,
             fixed: None,
         });
-        let Some(by) = self.fixing.clone() else {
+        let Some(by) = self.now.fixing.clone() else {
             return Ok(Expr {
                 ty: kind.ty(),
                 kind: ExprKind::Arg(n),
@@ -145,9 +145,9 @@ impl Checker<'_> {
     /// `e` where its value is compiled in (`by` says what needs it: `lhist's bounds`): a
     /// bundle's `$n` in it are the words `fslat build` was given, and fixed.
     pub(super) fn compiled_in(&mut self, scope: &Scope, e: &ast::Expr, by: &str) -> Checked<Expr> {
-        let before = self.fixing.replace(by.to_string());
+        let before = self.now.fixing.replace(by.to_string());
         let checked = self.expr(scope, e);
-        self.fixing = before;
+        self.now.fixing = before;
         checked
     }
 }

@@ -36,14 +36,12 @@ impl Checker<'_> {
             .into_iter()
             .unzip();
         let (end_sig, end_usdt) = end_sig?;
-        self.in_span = true;
+        self.now.in_span = true;
         let (end_params, _) = self.params_of(&end_sig);
-        self.entry_values.clear();
-        self.entry_at_others.clear();
         let (starts, checked) = self.span_starts(&start_sigs, &ends.starts, end_params.len());
 
         // END: its key, its `where` (split at the start's lookup) and the actions.
-        self.span_start = Some(starts);
+        self.now.span_start = Some(starts);
         let end_scope = Scope {
             func: &end_sig,
             params: &end_params,
@@ -52,12 +50,12 @@ impl Checker<'_> {
             several: false,
             func_cap: end_sig.name.len() as u32 + 1,
         };
-        self.shared = end_params
+        self.now.shared = end_params
             .iter()
             .map(|p| (p.clone(), vec![p.slot]))
             .collect();
         let end_key = self.span_key(&end_scope, &ends.end.key, 0);
-        self.span_by_thread = by_thread(&end_key) && checked.iter().all(|(k, _)| by_thread(k));
+        self.now.span_by_thread = by_thread(&end_key) && checked.iter().all(|(k, _)| by_thread(k));
         let (entry_filter, return_filter) = match &s.predicate {
             Some(p) => match self.condition(&end_scope, p) {
                 Ok(e) => phases::split(e),
@@ -66,9 +64,9 @@ impl Checker<'_> {
             None => (None, None),
         };
         let (events, aggregations) = self.actions(&end_scope, index, &label, s, false);
-        let starts = self.span_start.take().unwrap_or_default();
-        self.in_span = false;
-        self.span_by_thread = false;
+        let starts = self.now.span_start.take().unwrap_or_default();
+        self.now.in_span = false;
+        self.now.span_by_thread = false;
 
         let end_key = end_key.ok()?;
         let mut keyed = Vec::new();
@@ -92,7 +90,7 @@ impl Checker<'_> {
             ret: None,
             offset: None,
         };
-        let entry_values = std::mem::take(&mut self.entry_values);
+        let entry_values = std::mem::take(&mut self.now.entry_values);
         let starts = self.span_start_points(
             keyed,
             &ends.starts,
@@ -179,7 +177,7 @@ impl Checker<'_> {
         (sigs, usdts): (&[FuncSig], Vec<Option<UsdtPoint>>),
         entry_values: &[Expr],
     ) -> Vec<SpanStart> {
-        let at_others = std::mem::take(&mut self.entry_at_others);
+        let at_others = std::mem::take(&mut self.now.entry_at_others);
         keyed
             .into_iter()
             .zip(written.iter().zip(sigs).zip(usdts))
@@ -289,7 +287,7 @@ impl Checker<'_> {
     /// span of several STARTs, at each of them, of one type.
     /// `None` when the checker is not in a span's END (then `start` is an ordinary name).
     pub(super) fn start_value(&mut self, field: &ast::Ident) -> Option<Checked<Expr>> {
-        let starts = self.span_start.take()?;
+        let starts = self.now.span_start.take()?;
         let written = ast::Expr {
             kind: ast::ExprKind::Name(field.name.clone()),
             span: field.span.clone(),
@@ -310,13 +308,13 @@ impl Checker<'_> {
             match value {
                 Ok(v) => values.push(v),
                 Err(e) => {
-                    self.span_start = Some(starts);
+                    self.now.span_start = Some(starts);
                     return Some(Err(e));
                 }
             }
         }
         let value = self.saved_at_start(values, &written, &starts);
-        self.span_start = Some(starts);
+        self.now.span_start = Some(starts);
         Some(value)
     }
 
@@ -349,7 +347,8 @@ impl Checker<'_> {
 
     /// `entry()` in a span: its values are START's, written `start.NAME`.
     pub(super) fn entry_in_span(&mut self, span: ast::Span) -> Option<super::Reported> {
-        self.span_start
+        self.now
+            .span_start
             .is_some()
             .then(|| self.error(span, DiagKind::EntryInSpan))
     }

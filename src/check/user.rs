@@ -16,7 +16,7 @@ use std::rc::Rc;
 impl Checker<'_> {
     /// The types names resolve against: the session's user-space file, or the kernel.
     pub(super) fn types(&self) -> &dyn KernelTypes {
-        match &self.user {
+        match &self.now.user {
             Some(u) => u.as_ref(),
             None => self.kernel,
         }

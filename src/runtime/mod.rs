@@ -3,6 +3,7 @@
 //! this order: detaches every program, drains the ring buffer, reads the counters.
 
 mod attach;
+mod configure;
 mod errors;
 mod event_loop;
 mod load;

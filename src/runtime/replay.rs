@@ -15,7 +15,7 @@
 //! tracing links (their function ids) and user-space probes (their offsets) are looked up
 //! at each start, and load through libbpf.
 
-use super::load::{Sizes, initial_data};
+use super::configure::{Sizes, initial_data};
 use super::loaded::Loaded;
 use super::shared::Copy;
 use super::{Settings, present};
