@@ -42,6 +42,9 @@ pub struct Phase<'p> {
     scratch: Scratch,
     /// Where each of the session's entry values starts in `fslat_ev`.
     saved_at: Vec<usize>,
+    /// Whether a string read here may be of user memory (`fslat_read_strn`): one that a
+    /// sleepable program faults in (`FSLAT_SLEEPABLE`, set per session by codegen).
+    reads_user_str: bool,
 }
 
 /// Where a phase keeps values too big for the BPF stack (512 bytes for the whole
@@ -99,6 +102,7 @@ impl<'p> Phase<'p> {
             stack_strings: 0,
             scratch,
             saved_at: session.entry_layout().0,
+            reads_user_str: false,
         }
     }
 
@@ -112,6 +116,11 @@ impl<'p> Phase<'p> {
     pub fn at_usdt(mut self, usdt: bool) -> Self {
         self.usdt = usdt;
         self
+    }
+
+    /// Whether this phase reads a string that may be in user memory.
+    pub fn reads_user_str(&self) -> bool {
+        self.reads_user_str
     }
 
     /// Bytes of the scratch map this phase uses (0: none).
@@ -632,7 +641,10 @@ impl<'p> Phase<'p> {
             }
             ExprKind::Deref(ptr) => {
                 let p = self.expr(ptr);
-                self.counted(format!("fslat_read_str({dst}, {cap}, (const void *){p})"))
+                self.reads_user_str = true;
+                self.counted(format!(
+                    "fslat_read_str({dst}, {cap}, (const void *){p}, FSLAT_SLEEPABLE)"
+                ))
             }
             ExprKind::Path(file) => {
                 let f = self.expr(file);
@@ -644,8 +656,9 @@ impl<'p> Phase<'p> {
                     Some(l) => format!("(__u64)({})", self.expr(l)),
                     None => cap.to_string(),
                 };
+                self.reads_user_str = true;
                 self.counted(format!(
-                    "fslat_read_strn({dst}, {cap}, (const void *){p}, {n}, {user})"
+                    "fslat_read_strn({dst}, {cap}, (const void *){p}, {n}, {user}, FSLAT_SLEEPABLE)"
                 ))
             }
             ExprKind::Read {
@@ -655,12 +668,13 @@ impl<'p> Phase<'p> {
                 ..
             } => {
                 let addr = self.user_address(base, hops);
+                self.reads_user_str = true;
                 match string {
                     Some(StringSource::Array) => self.counted(format!(
-                        "fslat_read_strn({dst}, {cap}, (const void *){addr}, {cap}, true)"
+                        "fslat_read_strn({dst}, {cap}, (const void *){addr}, {cap}, true, FSLAT_SLEEPABLE)"
                     )),
                     _ => self.counted(format!(
-                        "fslat_read_strn({dst}, {cap}, (const void *)fslat_user_ptr({addr}), {cap}, true)"
+                        "fslat_read_strn({dst}, {cap}, (const void *)fslat_user_ptr({addr}), {cap}, true, FSLAT_SLEEPABLE)"
                     )),
                 }
             }
@@ -677,10 +691,13 @@ impl<'p> Phase<'p> {
                     Some(StringSource::Array) => {
                         format!("BPF_CORE_READ_STR_INTO(&{dst}, {base}, {});", groups(path))
                     }
-                    _ => self.counted(format!(
-                        "fslat_read_str({dst}, {cap}, (const void *)BPF_CORE_READ({base}, {}))",
-                        groups(path)
-                    )),
+                    _ => {
+                        self.reads_user_str = true;
+                        self.counted(format!(
+                            "fslat_read_str({dst}, {cap}, (const void *)BPF_CORE_READ({base}, {}), FSLAT_SLEEPABLE)",
+                            groups(path)
+                        ))
+                    }
                 }
             }
             _ => unreachable!("only these expressions have string type"),
