@@ -607,9 +607,7 @@ fn feature_check(
     targets: Option<&Targets>,
 ) -> Check {
     let reach = match info.feature {
-        Feature::UprobeSession | Feature::UprobeMulti | Feature::SleepableUprobe => {
-            Some(Reach::User)
-        }
+        Feature::UprobeSession | Feature::UprobeMulti => Some(Reach::User),
         Feature::KprobeSession => Some(Reach::Kernel),
         _ => None,
     };
