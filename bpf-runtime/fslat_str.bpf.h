@@ -7,6 +7,9 @@
 #ifndef FSLAT_STR_BPF_H
 #define FSLAT_STR_BPF_H
 
+/* 1 around the programs of a sleepable session (the generated C redefines it there). */
+#define FSLAT_SLEEPABLE 0
+
 /*
  * A string read's outcome in dst: a read that failed (a user page not in memory, which a
  * BPF program cannot fault in, or a bad address) is the empty string with 0xff in its
@@ -28,15 +31,41 @@ static __always_inline int fslat_str_outcome(char *dst, __u32 size, const void *
 }
 
 /*
- * Reads a NUL-terminated string from kernel memory, or from user memory when the
- * pointer is a user address (parameters such as `const char __user *filename`).
+ * A user string the plain read could not take, read again in a sleepable program: each
+ * page it spans (at most two: n is far below a page) is faulted in by bpf_copy_from_user
+ * of one byte, which may sleep, then read as usual. The first page is src's; the second,
+ * the one after it, only when the string goes on there. Nothing else of the program runs
+ * meanwhile, but other tasks may run on this CPU: the caller holds no per-CPU scratch
+ * (codegen runs a session sleepable only then).
  */
-static __always_inline int fslat_read_str(char *dst, __u32 size, const void *src)
+static __always_inline long fslat_fault_user_str(char *dst, __u32 n, const void *src)
+{
+	char byte;
+	long got;
+
+	if (bpf_copy_from_user(&byte, 1, src))
+		return -1;
+	got = bpf_probe_read_user_str(dst, n, src);
+	if (got >= 0)
+		return got;
+	if (bpf_copy_from_user(&byte, 1, (const void *)(((__u64)src | 4095) + 1)))
+		return got;
+	return bpf_probe_read_user_str(dst, n, src);
+}
+
+/*
+ * Reads a NUL-terminated string from kernel memory, or from user memory when the
+ * pointer is a user address (parameters such as `const char __user *filename`). `sleep`
+ * as for fslat_read_strn.
+ */
+static __always_inline int fslat_read_str(char *dst, __u32 size, const void *src, bool sleep)
 {
 	long got = bpf_probe_read_kernel_str(dst, size, src);
 
 	if (got < 0)
 		got = bpf_probe_read_user_str(dst, size, src);
+	if (got < 0 && sleep && src)
+		got = fslat_fault_user_str(dst, size, src);
 	return fslat_str_outcome(dst, size, src, got);
 }
 
@@ -44,9 +73,11 @@ static __always_inline int fslat_read_str(char *dst, __u32 size, const void *src
  * str(ptr, len): at most len bytes (and at most size - 1) from src, up to a NUL, then a
  * NUL. A `__user` pointer (BTF type tag) is read as user memory; any other pointer as
  * kernel memory first, then user memory (x86 refuses kernel reads of user addresses).
+ * `sleep` (a constant: FSLAT_SLEEPABLE) in a sleepable program: a user string not in
+ * memory is faulted in and read (fslat_fault_user_str) rather than failed.
  */
 static __always_inline int fslat_read_strn(char *dst, __u32 size, const void *src, __u64 len,
-					   bool user)
+					   bool user, bool sleep)
 {
 	__u32 n = len < size ? (__u32)len + 1 : size;
 	long got = -1;
@@ -57,6 +88,8 @@ static __always_inline int fslat_read_strn(char *dst, __u32 size, const void *sr
 		got = bpf_probe_read_kernel_str(dst, n, src);
 	if (got < 0)
 		got = bpf_probe_read_user_str(dst, n, src);
+	if (got < 0 && sleep && src)
+		got = fslat_fault_user_str(dst, n, src);
 	return fslat_str_outcome(dst, size, src, got);
 }
 

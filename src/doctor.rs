@@ -694,6 +694,15 @@ fn feature_probe(feature: Feature, targets: &Targets) -> FeatureProbe {
             "uprobe session program",
         ),
         Feature::UprobeMulti => user(libbpf_sys::BPF_TRACE_UPROBE_MULTI, "uprobe_multi program"),
+        Feature::SleepableUprobe => {
+            let made = "a test sleepable uprobe program on fslat itself".to_string();
+            let Some((path, offset)) = &targets.user else {
+                return Err((made, ("cannot read fslat's own executable".into(), None)));
+            };
+            probe::sleepable_uprobe(path, *offset)
+                .map(|()| format!("{made} loaded and attached"))
+                .map_err(|e| (made, errno(e)))
+        }
         Feature::KprobeSession => {
             let Some((target, _)) = targets.kernel else {
                 return Err((

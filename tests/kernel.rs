@@ -537,9 +537,12 @@ enum Feature {
     FindVma,
     /// kprobe session programs (6.10: `BPF_TRACE_KPROBE_SESSION`).
     KprobeSession,
+    /// Sleepable uprobe programs (6.0), recognised by `bpf_prog_array_free_sleepable`,
+    /// the function the same commit added.
+    SleepableUprobe,
 }
 
-const FEATURES: [(Feature, &str, &str); 9] = [
+const FEATURES: [(Feature, &str, &str); 10] = [
     (Feature::Fsession, "fsession", "BPF_TRACE_FSESSION"),
     (
         Feature::FsessionMulti,
@@ -569,6 +572,11 @@ const FEATURES: [(Feature, &str, &str); 9] = [
         "kprobe_session",
         "BPF_TRACE_KPROBE_SESSION",
     ),
+    (
+        Feature::SleepableUprobe,
+        "sleepable_uprobe",
+        "bpf_prog_array_free_sleepable",
+    ),
 ];
 
 impl Feature {
@@ -595,6 +603,7 @@ fn expected_features(kernel: &str) -> Option<&'static [Feature]> {
             UprobeMulti,
             FindVma,
             KprobeSession,
+            SleepableUprobe,
         ],
         "trixie" => &[
             BpfLoop,
@@ -603,8 +612,9 @@ fn expected_features(kernel: &str) -> Option<&'static [Feature]> {
             UprobeMulti,
             FindVma,
             KprobeSession,
+            SleepableUprobe,
         ],
-        "bookworm" => &[BpfLoop, TaskStorage, Atomics, FindVma],
+        "bookworm" => &[BpfLoop, TaskStorage, Atomics, FindVma, SleepableUprobe],
         "bullseye" => &[],
         _ => return None,
     })

@@ -1,7 +1,7 @@
 //! What the kernel's BPF can do, as far as fslat's programs care. The one place that
 //! decides it: each feature is recognised by a name in the kernel's BTF (an enum value of
-//! the UAPI), so `--btf FILE` describes another kernel as fully as `/sys/kernel/btf/vmlinux`
-//! describes this one.
+//! the UAPI, or a kernel function that came with it), so `--btf FILE` describes another
+//! kernel as fully as `/sys/kernel/btf/vmlinux` describes this one.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +27,9 @@ pub enum Feature {
     /// kprobe session programs: one program at a kernel function's entry and return,
     /// attached through a kprobe_multi link (Linux 6.10).
     KprobeSession,
+    /// Sleepable uprobe programs (Linux 6.0): a user-space program that reads a user
+    /// string may fault its page in (`bpf_copy_from_user`).
+    SleepableUprobe,
 }
 
 /// How a feature is named, which kernel brought it, what fslat uses it for and the BTF
@@ -38,11 +41,16 @@ pub struct FeatureInfo {
     pub used_for: &'static str,
     /// What fslat does on a kernel without it.
     pub without: &'static str,
+    /// The enum whose value shows the feature; `FUNC` when `btf_value` is a kernel
+    /// function's name instead.
     pub btf_enum: &'static str,
     pub btf_value: &'static str,
 }
 
-pub const FEATURES: [FeatureInfo; 8] = [
+/// `FeatureInfo::btf_enum` of a feature shown by a kernel function (BTF `FUNC`).
+pub const FUNC: &str = "FUNC";
+
+pub const FEATURES: [FeatureInfo; 9] = [
     FeatureInfo {
         feature: Feature::Fsession,
         name: "fsession",
@@ -116,6 +124,18 @@ pub const FEATURES: [FeatureInfo; 8] = [
         btf_enum: "bpf_attach_type",
         btf_value: "BPF_TRACE_KPROBE_SESSION",
     },
+    // No UAPI name came with sleepable uprobes; the function that frees a program array
+    // of sleepable programs did, in the same commit ("bpf: implement sleepable uprobes
+    // by chaining gps"), and is in every BTF since.
+    FeatureInfo {
+        feature: Feature::SleepableUprobe,
+        name: "sleepable_uprobe",
+        since: "6.0",
+        used_for: "str() of user memory the process never touched: a user-space session that reads a user string runs sleepable and faults the page in",
+        without: "such a string reads as <unread>, counted in str_unread",
+        btf_enum: FUNC,
+        btf_value: "bpf_prog_array_free_sleepable",
+    },
 ];
 
 impl Feature {
@@ -140,6 +160,8 @@ pub struct Features {
     pub find_vma: bool,
     #[serde(default)]
     pub kprobe_session: bool,
+    #[serde(default)]
+    pub sleepable_uprobe: bool,
 }
 
 impl Features {
@@ -154,11 +176,12 @@ impl Features {
             uprobe_multi: true,
             find_vma: true,
             kprobe_session: true,
+            sleepable_uprobe: true,
         }
     }
 
     /// Decides each feature with `has(enum, value)`: whether the kernel's BTF has that
-    /// enum value.
+    /// enum value (or, for `FUNC`, that function).
     pub fn from_btf(has: impl Fn(&str, &str) -> bool) -> Features {
         let mut f = Features::default();
         for i in &FEATURES {
@@ -179,6 +202,7 @@ impl Features {
             Feature::UprobeMulti => self.uprobe_multi,
             Feature::FindVma => self.find_vma,
             Feature::KprobeSession => self.kprobe_session,
+            Feature::SleepableUprobe => self.sleepable_uprobe,
         }
     }
 
@@ -192,6 +216,7 @@ impl Features {
             Feature::UprobeMulti => self.uprobe_multi = on,
             Feature::FindVma => self.find_vma = on,
             Feature::KprobeSession => self.kprobe_session = on,
+            Feature::SleepableUprobe => self.sleepable_uprobe = on,
         }
     }
 }

@@ -9,7 +9,7 @@ mod reader;
 mod tracepoints;
 pub use tracepoints::derived as derived_tracepoint_arg;
 
-pub use features::{FEATURES, Feature, FeatureInfo, Features};
+pub use features::{FEATURES, FUNC, Feature, FeatureInfo, Features};
 pub use fixture::Fixture;
 pub use reader::{Btf, BtfError, VMLINUX_PATH, this_kernel};
 

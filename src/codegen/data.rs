@@ -269,6 +269,9 @@ pub(super) struct SessionData {
     pub(super) reads_now: bool,
     /// It reads the scheduler's totals: a call in flight makes the hooks follow its thread.
     pub(super) sched: bool,
+    /// A phase reads a string that may be in user memory (`Phase::reads_user_str`).
+    #[serde(skip)]
+    pub(super) reads_user_str: bool,
 }
 
 /// One event a session's return sends: the stores of its fields into `fslat_e`, under

@@ -13,10 +13,41 @@ use crate::check::resources::{self, Mode, ProgRole};
 
 /// Each session's programs in `mode`.
 pub(super) fn all(program: &Program, mode: Mode) -> Vec<SessionData> {
-    program
-        .sessions
-        .iter()
-        .flat_map(|s| match mode.of_session(s) {
+    let mut out = Vec::new();
+    for s in &program.sessions {
+        for mut data in of_session(s, mode) {
+            if sleepable(program, s, &data) {
+                data.shape.sleepable();
+            }
+            out.push(data);
+        }
+    }
+    out
+}
+
+/// Whether a session's programs run sleepable, so that a user string not in memory is
+/// faulted in and read rather than `<unread>`: on a kernel with sleepable uprobes, for a
+/// session whose every program is a uprobe or USDT program (a user-space session or an
+/// `on` user point; not a span, whose points may be kernel ones), that reads a string in
+/// user memory, and that keeps nothing in per-CPU memory a sleep would leave open to
+/// another task on its CPU (a scratch map; stacks and the scheduler's hooks, whose maps
+/// a sleepable program may not use either).
+fn sleepable(program: &Program, s: &Session, data: &SessionData) -> bool {
+    let user_space =
+        s.span.is_none() && !s.offcpu && s.profile.is_none() && (s.user.is_some() || s.at_usdt());
+    program.features.sleepable_uprobe
+        && user_space
+        && data.reads_user_str
+        && data.scratch == 0
+        && !program.uses_kstack
+        && !program.uses_ustack
+        && !s.uses_sched()
+}
+
+/// A session's programs in `mode`, as template data.
+fn of_session(s: &Session, mode: Mode) -> Vec<SessionData> {
+    {
+        match mode.of_session(s) {
             _ if s.span.is_some() => vec![span_data(s)],
             _ if s.offcpu => vec![offcpu_data(s)],
             _ if s.on.is_some() || s.profile.is_some() => vec![on_data(s)],
@@ -35,8 +66,8 @@ pub(super) fn all(program: &Program, mode: Mode) -> Vec<SessionData> {
                 .enumerate()
                 .map(|t| session_data(s, t, m))
                 .collect(),
-        })
-        .collect()
+        }
+    }
 }
 
 fn session_data(s: &Session, (t, target): (usize, &Target), mode: Mode) -> SessionData {
@@ -226,8 +257,6 @@ fn phases_data(
         }
     }
     let action_lines = ret.take_lines();
-    let scratch = entry.scratch_used().max(ret.scratch_used());
-    let scratch_over = over_scratch([("at entry", &entry), ("at return", &ret)]);
 
     SessionData {
         index: s.index,
@@ -255,8 +284,8 @@ fn phases_data(
         exit_only,
         entry_only,
         scratch_map,
-        scratch,
-        scratch_over,
+        scratch: entry.scratch_used().max(ret.scratch_used()),
+        scratch_over: over_scratch([("at entry", &entry), ("at return", &ret)]),
         shape,
         span: None,
         on: false,
@@ -264,6 +293,7 @@ fn phases_data(
         offcpu: false,
         reads_now: ret.reads_now(),
         sched: s.uses_sched(),
+        reads_user_str: entry.reads_user_str() || ret.reads_user_str(),
     }
 }
 

@@ -17,6 +17,9 @@ pub(super) struct ProgShape {
     pub(super) pair: Option<PairData>,
     /// How a call in flight is found again at return (fsession's `entry()` map).
     pub(super) call_key: CallKey,
+    /// Its programs are sleepable (`ProgShape::sleepable`): a user string not in memory
+    /// is faulted in (`FSLAT_SLEEPABLE`; `sessions::sleepable` decides).
+    pub(super) sleepable: bool,
 }
 
 #[derive(Serialize)]
@@ -72,6 +75,18 @@ const USER_CALL: CallKey = CallKey {
 };
 
 impl ProgShape {
+    /// Its programs as sleepable ones: libbpf's `.s` sections (`uprobe.s`,
+    /// `uretprobe.multi.s`, `uprobe.session.s`, `usdt.s`) load them with
+    /// `BPF_F_SLEEPABLE`.
+    pub(super) fn sleepable(&mut self) {
+        self.sleepable = true;
+        self.section.push_str(".s");
+        if let Some(pair) = &mut self.pair {
+            pair.entry_section.push_str(".s");
+            pair.exit_section.push_str(".s");
+        }
+    }
+
     pub(super) fn of(mode: Mode, func: &str) -> ProgShape {
         let kernel_pair = || PairData {
             entry: "fentry",
@@ -126,6 +141,7 @@ impl ProgShape {
                 _ if user => USER_CALL,
                 _ => KERNEL_CALL,
             },
+            sleepable: false,
         }
     }
 }

@@ -65,6 +65,59 @@ fn user_sessions_render_and_compile_in_each_mode() {
     }
 }
 
+/// A user-space session whose actions read a user string runs sleepable where the kernel
+/// has sleepable uprobes, in each user mode; not without the feature, not when the string
+/// lands in the per-CPU scratch map (a `where` comparison) or the session takes stacks.
+#[test]
+fn user_sessions_that_read_strings_sleep_where_they_safely_can() {
+    use crate::btf::Features;
+    let dir = crate::elf::test_programs();
+    let file = dir.path().join("ufunc");
+    let without = Features {
+        sleepable_uprobe: false,
+        ..Features::all()
+    };
+    let clang = crate::build::find_clang(None).expect("clang");
+    let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    for (body, features, sleeps) in [
+        ("{ emit str(arg0) as s }", Features::all(), true),
+        ("{ emit name }", Features::all(), true),
+        ("{ emit str(arg0) as s }", without, false),
+        (
+            "where str(arg0) == \"x\" { count() }",
+            Features::all(),
+            false,
+        ),
+        ("{ emit str(arg0) as s, ustack }", Features::all(), false),
+        ("{ emit ret }", Features::all(), false),
+    ] {
+        let script = format!("session {}:greet {body}", file.display());
+        for (mode, sections) in [
+            (Mode::UprobeSession, &["uprobe.session"][..]),
+            (Mode::UprobeMulti, &["uprobe.multi", "uretprobe.multi"][..]),
+            (Mode::Uprobe, &["uprobe", "uretprobe"][..]),
+        ] {
+            let opts = crate::check::Options {
+                user_mode: Some(mode),
+                ..Default::default()
+            };
+            let kernel = Fixture::with_features(features);
+            let (_, c) = crate::compile_with(&script, &kernel, Mode::Fsession, opts)
+                .unwrap_or_else(|d| panic!("{body} {mode:?}: {d:?}"));
+            let suffix = if sleeps { ".s" } else { "" };
+            for s in sections {
+                let sec = format!("SEC(\"{s}{suffix}\")");
+                assert_eq!(c.matches(&sec).count(), 1, "{body} {mode:?} {sec}\n{c}");
+            }
+            let defined = c.contains("#define FSLAT_SLEEPABLE 1");
+            assert_eq!(defined, sleeps, "{body} {mode:?}\n{c}");
+            if sleeps && let Err(e) = compiler.compile(&c) {
+                panic!("{body} {mode:?}: {e}\n{c}");
+            }
+        }
+    }
+}
+
 #[test]
 fn compiles_with_clang() {
     let clang = crate::build::find_clang(None).expect("clang");

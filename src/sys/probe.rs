@@ -36,9 +36,20 @@ fn load(
     attach_type: u32,
     insns: &[libbpf_sys::bpf_insn],
 ) -> Result<OwnedFd, ProbeFailure> {
+    load_flags(prog_type, attach_type, insns, 0)
+}
+
+/// `load` with `prog_flags` (`BPF_F_SLEEPABLE`).
+fn load_flags(
+    prog_type: libbpf_sys::bpf_prog_type,
+    attach_type: u32,
+    insns: &[libbpf_sys::bpf_insn],
+    prog_flags: u32,
+) -> Result<OwnedFd, ProbeFailure> {
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
         expected_attach_type: attach_type,
+        prog_flags,
         ..Default::default()
     };
     // SAFETY: the name, license and instructions outlive the call, which copies them.
@@ -99,7 +110,22 @@ pub fn uprobe_multi(path: &Path, offset: u64, attach_type: u32) -> Result<(), Pr
 /// A classic uprobe at `offset` of the file `path`, in this process only: a perf event of
 /// the `uprobe` PMU with the program set on it, as libbpf attaches `--mode uprobe`'s.
 pub fn uprobe(path: &Path, offset: u64) -> Result<(), ProbeFailure> {
-    let prog = load(libbpf_sys::BPF_PROG_TYPE_KPROBE, 0, &return_zero())?;
+    uprobe_flags(path, offset, 0)
+}
+
+/// `uprobe` with a sleepable program (`uprobe.s`, Linux 6.0; 5.10's verifier refuses a
+/// sleepable program of this type at load).
+pub fn sleepable_uprobe(path: &Path, offset: u64) -> Result<(), ProbeFailure> {
+    uprobe_flags(path, offset, libbpf_sys::BPF_F_SLEEPABLE)
+}
+
+fn uprobe_flags(path: &Path, offset: u64, prog_flags: u32) -> Result<(), ProbeFailure> {
+    let prog = load_flags(
+        libbpf_sys::BPF_PROG_TYPE_KPROBE,
+        0,
+        &return_zero(),
+        prog_flags,
+    )?;
     let pmu = std::fs::read_to_string("/sys/bus/event_source/devices/uprobe/type")
         .ok()
         .and_then(|t| t.trim().parse::<u32>().ok())

@@ -1,5 +1,5 @@
-//! What a kernel can do, from its BTF: each feature is an enum value's name
-//! (`btf::FEATURES`), found by walking the enums or, cheaper, by the names alone.
+//! What a kernel can do, from its BTF: each feature is an enum value's name or a
+//! function's (`btf::FEATURES`), found by walking the types or, cheaper, by the names alone.
 
 use super::*;
 
@@ -67,7 +67,10 @@ impl Btf {
             let mut enums: Vec<&str> = FEATURES.iter().map(|i| i.btf_enum).collect();
             enums.push("bpf_link_type");
             let values = self.enum_values(&enums);
-            features_and_multi(|e, v| values.iter().any(|(en, va)| en == e && va == v))
+            features_and_multi(|e, v| match e {
+                FUNC => self.scan_function(v).is_some(),
+                _ => values.iter().any(|(en, va)| en == e && va == v),
+            })
         })
     }
 

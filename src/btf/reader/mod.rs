@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{FEATURES, Features, Field, FuncSig, KType, KernelTypes, Param, TypeId};
+use super::{FEATURES, FUNC, Features, Field, FuncSig, KType, KernelTypes, Param, TypeId};
 
 /// The functions the kernel generates for each tracepoint event class, with the
 /// tracepoint's arguments by name after a `void *__data` (`DECLARE_EVENT_CLASS`).

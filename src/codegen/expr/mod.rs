@@ -46,6 +46,9 @@ pub struct Phase<'p> {
     scratch: Scratch,
     /// Where each of the session's entry values starts in `fslat_ev`.
     saved_at: Vec<usize>,
+    /// Whether a string read here may be of user memory (`fslat_read_strn`): one that a
+    /// sleepable program faults in (`FSLAT_SLEEPABLE`, set per session by codegen).
+    reads_user_str: bool,
 }
 
 /// Where a phase keeps values too big for the BPF stack (512 bytes for the whole
@@ -103,6 +106,7 @@ impl<'p> Phase<'p> {
             stack_strings: 0,
             scratch,
             saved_at: session.entry_layout().0,
+            reads_user_str: false,
         }
     }
 
@@ -116,6 +120,11 @@ impl<'p> Phase<'p> {
     pub fn at_usdt(mut self, usdt: bool) -> Self {
         self.usdt = usdt;
         self
+    }
+
+    /// Whether this phase reads a string that may be in user memory.
+    pub fn reads_user_str(&self) -> bool {
+        self.reads_user_str
     }
 
     /// Bytes of the scratch map this phase uses (0: none).

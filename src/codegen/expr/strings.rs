@@ -97,7 +97,10 @@ impl Phase<'_> {
             }
             ExprKind::Deref(ptr) => {
                 let p = self.expr(ptr);
-                self.counted(format!("fslat_read_str({dst}, {cap}, (const void *){p})"))
+                self.reads_user_str = true;
+                self.counted(format!(
+                    "fslat_read_str({dst}, {cap}, (const void *){p}, FSLAT_SLEEPABLE)"
+                ))
             }
             ExprKind::Path(file) => {
                 let f = self.expr(file);
@@ -109,8 +112,9 @@ impl Phase<'_> {
                     Some(l) => format!("(__u64)({})", self.expr(l)),
                     None => cap.to_string(),
                 };
+                self.reads_user_str = true;
                 self.counted(format!(
-                    "fslat_read_strn({dst}, {cap}, (const void *){p}, {n}, {user})"
+                    "fslat_read_strn({dst}, {cap}, (const void *){p}, {n}, {user}, FSLAT_SLEEPABLE)"
                 ))
             }
             ExprKind::Read {
@@ -120,12 +124,13 @@ impl Phase<'_> {
                 ..
             } => {
                 let addr = self.user_address(base, hops);
+                self.reads_user_str = true;
                 match string {
                     Some(StringSource::Array) => self.counted(format!(
-                        "fslat_read_strn({dst}, {cap}, (const void *){addr}, {cap}, true)"
+                        "fslat_read_strn({dst}, {cap}, (const void *){addr}, {cap}, true, FSLAT_SLEEPABLE)"
                     )),
                     _ => self.counted(format!(
-                        "fslat_read_strn({dst}, {cap}, (const void *)fslat_user_ptr({addr}), {cap}, true)"
+                        "fslat_read_strn({dst}, {cap}, (const void *)fslat_user_ptr({addr}), {cap}, true, FSLAT_SLEEPABLE)"
                     )),
                 }
             }
@@ -142,10 +147,13 @@ impl Phase<'_> {
                     Some(StringSource::Array) => {
                         format!("BPF_CORE_READ_STR_INTO(&{dst}, {base}, {});", groups(path))
                     }
-                    _ => self.counted(format!(
-                        "fslat_read_str({dst}, {cap}, (const void *)BPF_CORE_READ({base}, {}))",
-                        groups(path)
-                    )),
+                    _ => {
+                        self.reads_user_str = true;
+                        self.counted(format!(
+                            "fslat_read_str({dst}, {cap}, (const void *)BPF_CORE_READ({base}, {}), FSLAT_SLEEPABLE)",
+                            groups(path)
+                        ))
+                    }
                 }
             }
             _ => unreachable!("only these expressions have string type"),
