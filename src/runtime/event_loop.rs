@@ -131,7 +131,8 @@ fn stack_table(
             handle(resources::UFRAMES_MAP)?,
             handle(resources::UFILES_MAP)?,
         )
-        .with_copies(handle(resources::UCOPIES_MAP)?),
+        .with_copies(handle(resources::UCOPIES_MAP)?)
+        .with_source_lines(settings.source_lines),
     )))
 }
 

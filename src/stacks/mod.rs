@@ -18,15 +18,31 @@ mod unwind;
 use crate::check::program::StackKind;
 use crate::check::resources::{EMPTY_STACK, NO_STACK, USTACK_SECOND};
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
-use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// One frame of a stack.
+/// A place in a source file, from the DWARF line table.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLine {
+    /// As the DWARF names it: the compilation directory joined to the file.
+    pub file: String,
+    /// `None` where the line table gives none.
+    pub line: Option<u32>,
+}
+
+/// A function inlined into a frame's function at its address, with its own line there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inlined {
+    pub symbol: String,
+    pub source: Option<SourceLine>,
+}
+
+/// One frame of a stack.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Frame {
     /// The return address (or, for the innermost user frame, the instruction pointer).
     pub addr: u64,
@@ -36,6 +52,13 @@ pub struct Frame {
     pub module: Option<String>,
     /// For a user frame with no symbol: its offset in `module`.
     pub file_offset: Option<u64>,
+    /// With source lines (`-f json`), for a user frame whose file has DWARF: the line of
+    /// the address in `symbol` (with inlined functions: the line of the outermost
+    /// inlined call).
+    pub source: Option<SourceLine>,
+    /// With source lines: the functions inlined at the address, outermost first (the
+    /// last one holds the address), as `addr2line -i` lists them innermost first.
+    pub inlined: Vec<Inlined>,
 }
 
 /// A symbolized stack, root first.
@@ -108,6 +131,33 @@ struct Resolved {
     module: Option<String>,
     /// Of the address itself into the function.
     offset: u64,
+    source: Option<SourceLine>,
+    inlined: Vec<Inlined>,
+}
+
+fn symbolizer(source_lines: bool) -> Symbolizer {
+    Symbolizer::builder()
+        .enable_code_info(source_lines)
+        .enable_inlined_fns(source_lines)
+        .build()
+}
+
+/// The source line and the inlined functions blazesym found at a symbolized address
+/// (none unless the symbolizer reads them).
+fn source_of(sym: &Sym) -> (Option<SourceLine>, Vec<Inlined>) {
+    let line = |c: &CodeInfo| SourceLine {
+        file: c.to_path().to_string_lossy().into_owned(),
+        line: c.line,
+    };
+    let inlined = sym
+        .inlined
+        .iter()
+        .map(|f| Inlined {
+            symbol: clean_symbol(&f.name),
+            source: f.code_info.as_ref().map(line),
+        })
+        .collect();
+    (sym.code_info.as_deref().map(line), inlined)
 }
 
 /// A kernel stack, innermost first, without the frames that are fslat's: its program,
@@ -167,10 +217,7 @@ impl StackTable {
             kernel,
             user,
             user_2: None,
-            symbolizer: Symbolizer::builder()
-                .enable_code_info(false)
-                .enable_inlined_fns(false)
-                .build(),
+            symbolizer: symbolizer(false),
             modules: modules::Modules::read(),
             mappings: RefCell::new(HashMap::new()),
             files: None,
@@ -193,6 +240,13 @@ impl StackTable {
         if let (Some(frames), Some(files)) = (frames, files) {
             self.files = Some(files::Files::new(frames, files));
         }
+        self
+    }
+
+    /// User frames with their source lines and inlined functions (`-f json`): the DWARF
+    /// line tables and inlining trees of the files are read, which text output skips.
+    pub fn with_source_lines(mut self, on: bool) -> Self {
+        self.symbolizer = symbolizer(on);
         self
     }
 
@@ -330,11 +384,16 @@ impl StackTable {
                 .into_iter()
                 .enumerate()
                 .map(|(i, s)| match s {
-                    Symbolized::Sym(sym) => Some(Resolved {
-                        name: clean_symbol(&sym.name),
-                        module: sym.module.map(|m| m.to_string_lossy().into_owned()),
-                        offset: sym.offset as u64 + u64::from(!(exact_first && i == 0)),
-                    }),
+                    Symbolized::Sym(sym) => {
+                        let (source, inlined) = source_of(&sym);
+                        Some(Resolved {
+                            name: clean_symbol(&sym.name),
+                            module: sym.module.map(|m| m.to_string_lossy().into_owned()),
+                            offset: sym.offset as u64 + u64::from(!(exact_first && i == 0)),
+                            source,
+                            inlined,
+                        })
+                    }
                     Symbolized::Unknown(_) => None,
                 })
                 .collect(),
@@ -357,13 +416,13 @@ impl StackTable {
                 let offset = sym.as_ref().map_or(u64::MAX, |r| r.offset);
                 let frame = Frame {
                     addr,
-                    file_offset: None,
                     module: Some(if self.modules.is_jit(addr) {
                         JIT.to_string()
                     } else {
                         self.modules.module_of(addr).to_string()
                     }),
                     symbol: sym.map(|r| r.name),
+                    ..Frame::default()
                 };
                 (frame, offset)
             })
@@ -387,9 +446,9 @@ impl StackTable {
                 let path = place.and_then(|p| path_of(p.file));
                 Frame {
                     addr,
-                    symbol: None,
                     file_offset: place.filter(|_| path.is_some()).map(|p| p.offset),
                     module: path,
+                    ..Frame::default()
                 }
             })
             .collect();
@@ -444,8 +503,10 @@ impl StackTable {
             };
             for (&i, sym) in at.iter().zip(syms) {
                 if let Symbolized::Sym(sym) = sym {
-                    frames[i].symbol = Some(clean_symbol(&sym.name));
-                    frames[i].file_offset = None;
+                    let f = &mut frames[i];
+                    (f.source, f.inlined) = source_of(&sym);
+                    f.symbol = Some(clean_symbol(&sym.name));
+                    f.file_offset = None;
                 }
             }
         }
@@ -543,10 +604,8 @@ impl StackTable {
         };
         if let Some(name) = end {
             frames.push(Frame {
-                addr: 0,
                 symbol: Some(name),
-                module: None,
-                file_offset: None,
+                ..Frame::default()
             });
         }
         frames.reverse();
@@ -604,7 +663,9 @@ impl StackTable {
                     addr,
                     symbol: Some(r.name),
                     module: r.module,
-                    file_offset: None,
+                    source: r.source,
+                    inlined: r.inlined,
+                    ..Frame::default()
                 },
                 None => {
                     let mappings = self.mappings.borrow();
@@ -613,10 +674,10 @@ impl StackTable {
                         .and_then(|m| maps::locate(m, addr.saturating_sub(1)));
                     Frame {
                         addr,
-                        symbol: None,
                         module: at.map(|(path, _)| path.to_string()),
                         // The return address's own offset, as printed addresses are.
                         file_offset: at.map(|(_, off)| off + 1),
+                        ..Frame::default()
                     }
                 }
             })
@@ -642,8 +703,7 @@ mod tests {
         let f = |s: &str| Frame {
             addr: 1,
             symbol: Some(s.into()),
-            module: None,
-            file_offset: None,
+            ..Frame::default()
         };
         assert!(is_own_frame(&f("bpf_prog_6deef7357e7b4530_fslat_exit_0")));
         assert!(is_own_frame(&f("bpf_trampoline_6442508954")));
@@ -656,7 +716,7 @@ mod tests {
             addr: 1,
             symbol: Some(s.into()),
             module: Some("kernel".into()),
-            file_offset: None,
+            ..Frame::default()
         };
         let names = |v: Vec<Frame>| v.into_iter().filter_map(|f| f.symbol).collect::<Vec<_>>();
         let fexit = vec![
