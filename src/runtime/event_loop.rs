@@ -236,6 +236,9 @@ fn poll(
             }
             wait = wait.min(next_print.map_or(wait, |n| n.saturating_duration_since(now)));
         }
+        if let Some(due) = stacks.and_then(StackTable::settle) {
+            wait = wait.min(due.saturating_duration_since(Instant::now()));
+        }
         match &ring {
             // EINTR (a signal) comes back as an error: the loop re-checks keep_going.
             Some(r) => {

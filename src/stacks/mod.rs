@@ -24,6 +24,7 @@ use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A place in a source file, from the DWARF line table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +118,16 @@ impl unwind::Space for Space<'_> {
     }
 }
 
+/// When, after its announcement, a process's mappings are read again (`settle`): five
+/// reads at most, the first while the dynamic loader maps the libraries.
+const REREAD_AFTER: [Duration; 5] = [
+    Duration::from_millis(10),
+    Duration::from_millis(40),
+    Duration::from_millis(160),
+    Duration::from_millis(640),
+    Duration::from_millis(2560),
+];
+
 /// The module of a frame in code the BPF JIT made.
 const JIT: &str = "[bpf]";
 
@@ -203,6 +214,8 @@ pub struct StackTable {
     /// The call-frame information of the files of announced processes, read when they
     /// were announced.
     cfi: unwind::CfiCache,
+    /// Processes announced lately: when, and how many of `REREAD_AFTER` were done.
+    young: RefCell<HashMap<u32, (Instant, usize)>>,
     cache: RefCell<HashMap<(StackKind, u64), Arc<Stack>>>,
 }
 
@@ -223,6 +236,7 @@ impl StackTable {
             files: None,
             copies: None,
             cfi: unwind::CfiCache::default(),
+            young: RefCell::new(HashMap::new()),
             cache: RefCell::new(HashMap::new()),
         }
     }
@@ -258,24 +272,71 @@ impl StackTable {
     }
 
     /// The program saw user stacks of `tgid` for the first time: keep its mappings now,
-    /// while it lives. A process that is already gone is symbolized as far as possible.
+    /// while it lives, and read them again a few times soon after (`settle`). A process
+    /// that is already gone is symbolized as far as possible.
     pub fn announce(&self, tgid: u32) {
         if tgid == 0 {
             return;
         }
+        self.mappings.borrow_mut().remove(&tgid);
+        self.reread(tgid);
+        self.young.borrow_mut().insert(tgid, (Instant::now(), 0));
+    }
+
+    /// Reads the announced processes' mappings again when `REREAD_AFTER` says, and
+    /// returns when it should be called next. A process first seen in the dynamic loader
+    /// (an off-CPU stretch while it opens libraries) maps libc right after, and may have
+    /// exited by the time its stacks print: this keeps libc's frames named.
+    pub fn settle(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        self.young.borrow_mut().retain(|&tgid, (at, done)| {
+            let before = *done;
+            while REREAD_AFTER.get(*done).is_some_and(|&d| now >= *at + d) {
+                *done += 1;
+            }
+            if *done > before {
+                due.push(tgid);
+            }
+            *done < REREAD_AFTER.len()
+        });
+        for tgid in due {
+            self.reread(tgid);
+        }
+        self.young
+            .borrow()
+            .values()
+            .map(|&(at, done)| at + REREAD_AFTER[done])
+            .min()
+    }
+
+    /// Reads the mappings of `tgid` again, if it lives and maps what it mapped when they
+    /// were read before where it did (`maps::merge`: not a program it exec'd since, whose
+    /// mappings would name the old one's frames wrongly); whether they were.
+    fn reread(&self, tgid: u32) -> bool {
+        let now = maps::read(tgid);
+        let merged = match self.mappings.borrow().get(&tgid) {
+            _ if now.is_empty() => None,
+            Some(old) => maps::merge(old, now),
+            None => Some(now),
+        };
+        let Some(now) = merged else {
+            self.mappings.borrow_mut().entry(tgid).or_default();
+            return false;
+        };
         let mut cache = blazesym::symbolize::cache::Process::new(Pid::from(tgid));
         cache.cache_perf_map = false;
         let _ = self
             .symbolizer
             .cache(&blazesym::symbolize::cache::Cache::Process(cache));
-        let maps = maps::read(tgid);
         if self.copies.is_some() {
             // The files' CFI now: they may be replaced or deleted before the stacks print.
-            for m in &maps {
+            for m in &now {
                 self.cfi.get(&m.path);
             }
         }
-        self.mappings.borrow_mut().insert(tgid, maps);
+        self.mappings.borrow_mut().insert(tgid, now);
+        true
     }
 
     /// The stack a `kstack`/`ustack` field or key holds (`raw` as the program stored it:
@@ -554,17 +615,8 @@ impl StackTable {
         if unwound.end == unwind::End::Error(unwind::NO_FILE) {
             // The process mapped more since its mappings were read (a profile's first
             // samples run in the dynamic loader, before libc is mapped): read them again
-            // while it lives, if they still hold those read before (not a program it
-            // exec'd since, whose mappings would name the old one's frames wrongly).
-            let now = maps::read(tgid);
-            let same_program = self.mappings.borrow().get(&tgid).is_none_or(|old| {
-                old.iter().all(|m| {
-                    now.iter()
-                        .any(|n| (n.start, n.end, &n.path) == (m.start, m.end, &m.path))
-                })
-            });
-            if !now.is_empty() && same_program {
-                self.mappings.borrow_mut().insert(tgid, now);
+            // while it lives.
+            if self.reread(tgid) {
                 maps = all();
                 unwound = unwind::unwind(
                     &Space {
