@@ -13,7 +13,8 @@
 mod files;
 mod maps;
 mod modules;
-mod unwind;
+/// Public for `tests/fuzz_elf.rs`, which drives it with hostile CFI.
+pub mod unwind;
 
 use crate::check::program::StackKind;
 use crate::check::resources::{EMPTY_STACK, NO_STACK, USTACK_SECOND};
