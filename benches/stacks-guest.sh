@@ -34,6 +34,15 @@ row() { # LABEL READY CMD...: a warm-up run (compiles, caches), then REPS timed 
 # benches/run's is. The rows below agree within 3% between runs.
 echo "| tracer on vfs_read, N=$N × pread(fd, buf, 1, 0), median of $REPS | guest-ns per call |"
 echo "|---|---|"
+# BENCH_ROWS=ustack: the user-stack rows only (issue 45): a key unwound with CFI from an
+# 8192-byte copy (the default) against the kernel's frame-pointer walk and bpftrace's.
+if [[ ${BENCH_ROWS:-} == ustack ]]; then
+    row "fslat \`{ count() }\`, fsession" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() }'
+    row "fslat \`{ count() by ustack }\`, fsession, CFI (--ustack-bytes 8192)" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() by ustack }'
+    row "fslat \`{ count() by ustack }\`, fsession, --ustack-bytes 0" Tracing "$FSLAT" --mode fsession --ustack-bytes 0 -e 'session vfs_read { count() by ustack }'
+    row "bpftrace $(chroot "$ROOT" bpftrace --version | awk '{ print $2 }') \`fexit:vfs_read { @[ustack] = count(); }\`" "Attached " chroot "$ROOT" bpftrace -e 'fexit:vfs_read { @[ustack] = count(); }'
+    exit 0
+fi
 row "fslat \`{ count() }\`, fsession" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() }'
 row "fslat \`{ count() by kstack }\`, fsession" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() by kstack }'
 row "fslat \`{ count() }\`, fentry" Tracing "$FSLAT" --mode fentry -e 'session vfs_read { count() }'

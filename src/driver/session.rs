@@ -135,6 +135,7 @@ pub fn run_object(
         }),
         absent: absent.to_vec(),
         load_cache,
+        source_lines: opts.format == Format::Json,
     };
     let mut writer = writer(opts, program)?;
     let child = std::cell::RefCell::new(child);

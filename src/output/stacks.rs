@@ -1,6 +1,6 @@
 //! Stacks as text and JSON (docs/language.md, "Stacks").
 
-use crate::stacks::Stack;
+use crate::stacks::{SourceLine, Stack};
 use serde_json::{Value as Json, json};
 use std::io::{self, Write};
 
@@ -39,7 +39,9 @@ pub fn stack_text(s: &Stack) -> String {
 }
 
 /// An array of frames, root first, each `{"address": "0x…", "symbol": …, "module": …}`
-/// (`null` where unknown); a lost stack is `null`.
+/// (`null` where unknown); a lost stack is `null`. A user frame whose file has DWARF adds
+/// `"source"` and `"line"`, and `"inlined"`: the functions inlined at its address,
+/// outermost first, each `{"symbol", "source", "line"}`.
 pub fn stack_json(s: &Stack) -> Json {
     if s.lost {
         return Json::Null;
@@ -48,28 +50,48 @@ pub fn stack_json(s: &Stack) -> Json {
         s.frames
             .iter()
             .map(|f| {
-                json!({
+                let mut frame = json!({
                     "address": format!("0x{:x}", f.addr),
                     "symbol": f.symbol,
                     "module": f.module,
-                })
+                });
+                add_source(&mut frame, f.source.as_ref());
+                if !f.inlined.is_empty() {
+                    frame["inlined"] = f
+                        .inlined
+                        .iter()
+                        .map(|i| {
+                            let mut inlined = json!({ "symbol": i.symbol });
+                            add_source(&mut inlined, i.source.as_ref());
+                            inlined
+                        })
+                        .collect();
+                }
+                frame
             })
             .collect(),
     )
+}
+
+fn add_source(frame: &mut Json, source: Option<&SourceLine>) {
+    if let Some(s) = source {
+        frame["source"] = json!(s.file);
+        frame["line"] = json!(s.line);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::check::program::StackKind;
-    use crate::stacks::Frame;
+    use crate::stacks::{Frame, Inlined};
 
     fn stack() -> Stack {
         let f = |addr, symbol: Option<&str>, module: Option<&str>| Frame {
             addr,
             symbol: symbol.map(String::from),
             module: module.map(String::from),
-            file_offset: None,
+            ..Frame::default()
         };
         Stack {
             kind: StackKind::User,
@@ -81,6 +103,20 @@ mod tests {
                     ..f(0x7f000002724a, None, Some("/usr/lib/libc.so.6"))
                 },
                 f(0x7f0000001000, None, None),
+                Frame {
+                    source: Some(SourceLine {
+                        file: "/src/app.c".into(),
+                        line: Some(12),
+                    }),
+                    inlined: vec![Inlined {
+                        symbol: "pull".into(),
+                        source: Some(SourceLine {
+                            file: "/src/app.c".into(),
+                            line: Some(5),
+                        }),
+                    }],
+                    ..f(0x401300, Some("c_fn"), Some("/usr/bin/app"))
+                },
             ],
             lost: false,
         }
@@ -92,12 +128,12 @@ mod tests {
         write_stack(&mut out, &stack()).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
-            "_start;main;[libc.so.6]+0x2724a;0x7f0000001000"
+            "_start;main;[libc.so.6]+0x2724a;0x7f0000001000;c_fn"
         );
     }
 
     #[test]
-    fn json_is_an_array_of_frames_root_first() {
+    fn json_is_an_array_of_frames_root_first_with_source_lines_where_known() {
         assert_eq!(
             stack_json(&stack()),
             json!([
@@ -105,6 +141,9 @@ mod tests {
                 {"address": "0x401234", "symbol": "main", "module": "/usr/bin/app"},
                 {"address": "0x7f000002724a", "symbol": null, "module": "/usr/lib/libc.so.6"},
                 {"address": "0x7f0000001000", "symbol": null, "module": null},
+                {"address": "0x401300", "symbol": "c_fn", "module": "/usr/bin/app",
+                 "source": "/src/app.c", "line": 12,
+                 "inlined": [{"symbol": "pull", "source": "/src/app.c", "line": 5}]},
             ])
         );
     }

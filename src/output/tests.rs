@@ -512,8 +512,7 @@ fn user_stack(names: &[&str]) -> Value<'static> {
             .map(|(i, n)| Frame {
                 addr: 0x1000 + i as u64,
                 symbol: Some(n.to_string()),
-                module: None,
-                file_offset: None,
+                ..Frame::default()
             })
             .collect(),
         lost: false,

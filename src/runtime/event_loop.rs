@@ -131,7 +131,8 @@ fn stack_table(
             handle(resources::UFRAMES_MAP)?,
             handle(resources::UFILES_MAP)?,
         )
-        .with_copies(handle(resources::UCOPIES_MAP)?),
+        .with_copies(handle(resources::UCOPIES_MAP)?)
+        .with_source_lines(settings.source_lines),
     )))
 }
 
@@ -234,6 +235,9 @@ fn poll(
                 next_print = Some(next);
             }
             wait = wait.min(next_print.map_or(wait, |n| n.saturating_duration_since(now)));
+        }
+        if let Some(due) = stacks.and_then(StackTable::settle) {
+            wait = wait.min(due.saturating_duration_since(Instant::now()));
         }
         match &ring {
             // EINTR (a signal) comes back as an error: the loop re-checks keep_going.

@@ -71,6 +71,8 @@ pub struct Settings {
     /// The warm start's record of how this object loads on this kernel (`replay`):
     /// replayed when there is one, written after a load by libbpf.
     pub load_cache: Option<std::sync::Arc<dyn LoadCache>>,
+    /// `-f json`: user frames carry their source file, line and inlined functions.
+    pub source_lines: bool,
 }
 
 /// Where the warm start keeps its load record (`replay::Record`, encoded).
@@ -157,6 +159,7 @@ pub(crate) mod tests {
             keep_after_attach: None,
             absent: Vec::new(),
             load_cache: None,
+            source_lines: false,
         }
     }
 }

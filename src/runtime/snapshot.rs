@@ -407,8 +407,7 @@ mod tests {
                 .map(|&(addr, name)| Frame {
                     addr,
                     symbol: Some(name.to_string()),
-                    module: None,
-                    file_offset: None,
+                    ..Frame::default()
                 })
                 .collect(),
             lost: false,

@@ -44,9 +44,87 @@ pub fn locate(maps: &[Mapping], addr: u64) -> Option<(&str, u64)> {
         .map(|m| (m.path.as_str(), addr - m.start + m.offset))
 }
 
+/// The mappings read again (`now`) with those read before (`old`) that no mapping of
+/// `now` overlaps: unmapped since (`/etc/ld.so.cache` after the dynamic loader's work, a
+/// library closed), they still place the frames of stacks captured before. `None` when
+/// an address of `old` is now in another file, or another part of it (the process
+/// exec'd another program): the mappings kept should then stay as they are. A mapping
+/// split since (`mprotect` of part of it) is the same.
+pub fn merge(old: &[Mapping], now: Vec<Mapping>) -> Option<Vec<Mapping>> {
+    let mut gone = Vec::new();
+    for m in old {
+        let mut overlaps = now.iter().filter(|n| n.start < m.end && m.start < n.end);
+        let mut any = false;
+        for n in overlaps.by_ref() {
+            let same = n.path == m.path
+                && n.start.wrapping_sub(n.offset) == m.start.wrapping_sub(m.offset);
+            if !same {
+                return None;
+            }
+            any = true;
+        }
+        if !any {
+            gone.push(m.clone());
+        }
+    }
+    let mut all = now;
+    all.extend(gone);
+    Some(all)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mappings_read_again_keep_the_unmapped_and_refuse_another_program() {
+        let m = |start, end, offset, path: &str| Mapping {
+            start,
+            end,
+            offset,
+            path: path.into(),
+        };
+        let ranges = |v: Option<Vec<Mapping>>| {
+            v.map(|v| {
+                v.iter()
+                    .map(|m| (m.start, m.path.clone()))
+                    .collect::<Vec<_>>()
+            })
+        };
+        // In the dynamic loader: the program, ld.so and its cache file.
+        let loader = [
+            m(0x1000, 0x3000, 0, "/app"),
+            m(0x7000, 0x9000, 0, "/etc/ld.so.cache"),
+            m(0xa000, 0xc000, 0, "/ld.so"),
+        ];
+        // Later: ld.so's mapping split by mprotect, the cache unmapped, libc mapped.
+        let settled = vec![
+            m(0x1000, 0x3000, 0, "/app"),
+            m(0x5000, 0x6000, 0x1000, "/libc.so.6"),
+            m(0xa000, 0xb000, 0, "/ld.so"),
+            m(0xb000, 0xc000, 0x1000, "/ld.so"),
+        ];
+        assert_eq!(
+            ranges(merge(&loader, settled)),
+            Some(vec![
+                (0x1000, "/app".into()),
+                (0x5000, "/libc.so.6".into()),
+                (0xa000, "/ld.so".into()),
+                (0xb000, "/ld.so".into()),
+                (0x7000, "/etc/ld.so.cache".into()),
+            ])
+        );
+        // After an exec: another file where the program was, or the same file at
+        // another offset there.
+        assert_eq!(
+            ranges(merge(&loader, vec![m(0x2000, 0x4000, 0, "/bin/sh")])),
+            None
+        );
+        assert_eq!(
+            ranges(merge(&loader, vec![m(0x1000, 0x2000, 0x4000, "/app")])),
+            None
+        );
+    }
 
     #[test]
     fn an_address_is_located_in_its_file_at_its_file_offset() {

@@ -13,20 +13,38 @@
 mod files;
 mod maps;
 mod modules;
-mod unwind;
+/// Public for `tests/fuzz_elf.rs`, which drives it with hostile CFI.
+pub mod unwind;
 
 use crate::check::program::StackKind;
 use crate::check::resources::{EMPTY_STACK, NO_STACK, USTACK_SECOND};
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
-use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A place in a source file, from the DWARF line table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLine {
+    /// As the DWARF names it: the compilation directory joined to the file.
+    pub file: String,
+    /// `None` where the line table gives none.
+    pub line: Option<u32>,
+}
+
+/// A function inlined into a frame's function at its address, with its own line there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inlined {
+    pub symbol: String,
+    pub source: Option<SourceLine>,
+}
 
 /// One frame of a stack.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Frame {
     /// The return address (or, for the innermost user frame, the instruction pointer).
     pub addr: u64,
@@ -36,6 +54,13 @@ pub struct Frame {
     pub module: Option<String>,
     /// For a user frame with no symbol: its offset in `module`.
     pub file_offset: Option<u64>,
+    /// With source lines (`-f json`), for a user frame whose file has DWARF: the line of
+    /// the address in `symbol` (with inlined functions: the line of the outermost
+    /// inlined call).
+    pub source: Option<SourceLine>,
+    /// With source lines: the functions inlined at the address, outermost first (the
+    /// last one holds the address), as `addr2line -i` lists them innermost first.
+    pub inlined: Vec<Inlined>,
 }
 
 /// A symbolized stack, root first.
@@ -94,6 +119,16 @@ impl unwind::Space for Space<'_> {
     }
 }
 
+/// When, after its announcement, a process's mappings are read again (`settle`): five
+/// reads at most, the first while the dynamic loader maps the libraries.
+const REREAD_AFTER: [Duration; 5] = [
+    Duration::from_millis(10),
+    Duration::from_millis(40),
+    Duration::from_millis(160),
+    Duration::from_millis(640),
+    Duration::from_millis(2560),
+];
+
 /// The module of a frame in code the BPF JIT made.
 const JIT: &str = "[bpf]";
 
@@ -108,6 +143,33 @@ struct Resolved {
     module: Option<String>,
     /// Of the address itself into the function.
     offset: u64,
+    source: Option<SourceLine>,
+    inlined: Vec<Inlined>,
+}
+
+fn symbolizer(source_lines: bool) -> Symbolizer {
+    Symbolizer::builder()
+        .enable_code_info(source_lines)
+        .enable_inlined_fns(source_lines)
+        .build()
+}
+
+/// The source line and the inlined functions blazesym found at a symbolized address
+/// (none unless the symbolizer reads them).
+fn source_of(sym: &Sym) -> (Option<SourceLine>, Vec<Inlined>) {
+    let line = |c: &CodeInfo| SourceLine {
+        file: c.to_path().to_string_lossy().into_owned(),
+        line: c.line,
+    };
+    let inlined = sym
+        .inlined
+        .iter()
+        .map(|f| Inlined {
+            symbol: clean_symbol(&f.name),
+            source: f.code_info.as_ref().map(line),
+        })
+        .collect();
+    (sym.code_info.as_deref().map(line), inlined)
 }
 
 /// A kernel stack, innermost first, without the frames that are fslat's: its program,
@@ -153,6 +215,8 @@ pub struct StackTable {
     /// The call-frame information of the files of announced processes, read when they
     /// were announced.
     cfi: unwind::CfiCache,
+    /// Processes announced lately: when, and how many of `REREAD_AFTER` were done.
+    young: RefCell<HashMap<u32, (Instant, usize)>>,
     cache: RefCell<HashMap<(StackKind, u64), Arc<Stack>>>,
 }
 
@@ -167,15 +231,13 @@ impl StackTable {
             kernel,
             user,
             user_2: None,
-            symbolizer: Symbolizer::builder()
-                .enable_code_info(false)
-                .enable_inlined_fns(false)
-                .build(),
+            symbolizer: symbolizer(false),
             modules: modules::Modules::read(),
             mappings: RefCell::new(HashMap::new()),
             files: None,
             copies: None,
             cfi: unwind::CfiCache::default(),
+            young: RefCell::new(HashMap::new()),
             cache: RefCell::new(HashMap::new()),
         }
     }
@@ -196,6 +258,13 @@ impl StackTable {
         self
     }
 
+    /// User frames with their source lines and inlined functions (`-f json`): the DWARF
+    /// line tables and inlining trees of the files are read, which text output skips.
+    pub fn with_source_lines(mut self, on: bool) -> Self {
+        self.symbolizer = symbolizer(on);
+        self
+    }
+
     /// The program's copies of user stacks (`--ustack-bytes`): user stacks are unwound
     /// from them.
     pub fn with_copies(mut self, copies: Option<MapHandle>) -> Self {
@@ -204,24 +273,71 @@ impl StackTable {
     }
 
     /// The program saw user stacks of `tgid` for the first time: keep its mappings now,
-    /// while it lives. A process that is already gone is symbolized as far as possible.
+    /// while it lives, and read them again a few times soon after (`settle`). A process
+    /// that is already gone is symbolized as far as possible.
     pub fn announce(&self, tgid: u32) {
         if tgid == 0 {
             return;
         }
+        self.mappings.borrow_mut().remove(&tgid);
+        self.reread(tgid);
+        self.young.borrow_mut().insert(tgid, (Instant::now(), 0));
+    }
+
+    /// Reads the announced processes' mappings again when `REREAD_AFTER` says, and
+    /// returns when it should be called next. A process first seen in the dynamic loader
+    /// (an off-CPU stretch while it opens libraries) maps libc right after, and may have
+    /// exited by the time its stacks print: this keeps libc's frames named.
+    pub fn settle(&self) -> Option<Instant> {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        self.young.borrow_mut().retain(|&tgid, (at, done)| {
+            let before = *done;
+            while REREAD_AFTER.get(*done).is_some_and(|&d| now >= *at + d) {
+                *done += 1;
+            }
+            if *done > before {
+                due.push(tgid);
+            }
+            *done < REREAD_AFTER.len()
+        });
+        for tgid in due {
+            self.reread(tgid);
+        }
+        self.young
+            .borrow()
+            .values()
+            .map(|&(at, done)| at + REREAD_AFTER[done])
+            .min()
+    }
+
+    /// Reads the mappings of `tgid` again, if it lives and maps what it mapped when they
+    /// were read before where it did (`maps::merge`: not a program it exec'd since, whose
+    /// mappings would name the old one's frames wrongly); whether they were.
+    fn reread(&self, tgid: u32) -> bool {
+        let now = maps::read(tgid);
+        let merged = match self.mappings.borrow().get(&tgid) {
+            _ if now.is_empty() => None,
+            Some(old) => maps::merge(old, now),
+            None => Some(now),
+        };
+        let Some(now) = merged else {
+            self.mappings.borrow_mut().entry(tgid).or_default();
+            return false;
+        };
         let mut cache = blazesym::symbolize::cache::Process::new(Pid::from(tgid));
         cache.cache_perf_map = false;
         let _ = self
             .symbolizer
             .cache(&blazesym::symbolize::cache::Cache::Process(cache));
-        let maps = maps::read(tgid);
         if self.copies.is_some() {
             // The files' CFI now: they may be replaced or deleted before the stacks print.
-            for m in &maps {
+            for m in &now {
                 self.cfi.get(&m.path);
             }
         }
-        self.mappings.borrow_mut().insert(tgid, maps);
+        self.mappings.borrow_mut().insert(tgid, now);
+        true
     }
 
     /// The stack a `kstack`/`ustack` field or key holds (`raw` as the program stored it:
@@ -330,11 +446,16 @@ impl StackTable {
                 .into_iter()
                 .enumerate()
                 .map(|(i, s)| match s {
-                    Symbolized::Sym(sym) => Some(Resolved {
-                        name: clean_symbol(&sym.name),
-                        module: sym.module.map(|m| m.to_string_lossy().into_owned()),
-                        offset: sym.offset as u64 + u64::from(!(exact_first && i == 0)),
-                    }),
+                    Symbolized::Sym(sym) => {
+                        let (source, inlined) = source_of(&sym);
+                        Some(Resolved {
+                            name: clean_symbol(&sym.name),
+                            module: sym.module.map(|m| m.to_string_lossy().into_owned()),
+                            offset: sym.offset as u64 + u64::from(!(exact_first && i == 0)),
+                            source,
+                            inlined,
+                        })
+                    }
                     Symbolized::Unknown(_) => None,
                 })
                 .collect(),
@@ -357,13 +478,13 @@ impl StackTable {
                 let offset = sym.as_ref().map_or(u64::MAX, |r| r.offset);
                 let frame = Frame {
                     addr,
-                    file_offset: None,
                     module: Some(if self.modules.is_jit(addr) {
                         JIT.to_string()
                     } else {
                         self.modules.module_of(addr).to_string()
                     }),
                     symbol: sym.map(|r| r.name),
+                    ..Frame::default()
                 };
                 (frame, offset)
             })
@@ -387,9 +508,9 @@ impl StackTable {
                 let path = place.and_then(|p| path_of(p.file));
                 Frame {
                     addr,
-                    symbol: None,
                     file_offset: place.filter(|_| path.is_some()).map(|p| p.offset),
                     module: path,
+                    ..Frame::default()
                 }
             })
             .collect();
@@ -444,8 +565,10 @@ impl StackTable {
             };
             for (&i, sym) in at.iter().zip(syms) {
                 if let Symbolized::Sym(sym) = sym {
-                    frames[i].symbol = Some(clean_symbol(&sym.name));
-                    frames[i].file_offset = None;
+                    let f = &mut frames[i];
+                    (f.source, f.inlined) = source_of(&sym);
+                    f.symbol = Some(clean_symbol(&sym.name));
+                    f.file_offset = None;
                 }
             }
         }
@@ -493,17 +616,8 @@ impl StackTable {
         if unwound.end == unwind::End::Error(unwind::NO_FILE) {
             // The process mapped more since its mappings were read (a profile's first
             // samples run in the dynamic loader, before libc is mapped): read them again
-            // while it lives, if they still hold those read before (not a program it
-            // exec'd since, whose mappings would name the old one's frames wrongly).
-            let now = maps::read(tgid);
-            let same_program = self.mappings.borrow().get(&tgid).is_none_or(|old| {
-                old.iter().all(|m| {
-                    now.iter()
-                        .any(|n| (n.start, n.end, &n.path) == (m.start, m.end, &m.path))
-                })
-            });
-            if !now.is_empty() && same_program {
-                self.mappings.borrow_mut().insert(tgid, now);
+            // while it lives.
+            if self.reread(tgid) {
                 maps = all();
                 unwound = unwind::unwind(
                     &Space {
@@ -543,10 +657,8 @@ impl StackTable {
         };
         if let Some(name) = end {
             frames.push(Frame {
-                addr: 0,
                 symbol: Some(name),
-                module: None,
-                file_offset: None,
+                ..Frame::default()
             });
         }
         frames.reverse();
@@ -604,7 +716,9 @@ impl StackTable {
                     addr,
                     symbol: Some(r.name),
                     module: r.module,
-                    file_offset: None,
+                    source: r.source,
+                    inlined: r.inlined,
+                    ..Frame::default()
                 },
                 None => {
                     let mappings = self.mappings.borrow();
@@ -613,10 +727,10 @@ impl StackTable {
                         .and_then(|m| maps::locate(m, addr.saturating_sub(1)));
                     Frame {
                         addr,
-                        symbol: None,
                         module: at.map(|(path, _)| path.to_string()),
                         // The return address's own offset, as printed addresses are.
                         file_offset: at.map(|(_, off)| off + 1),
+                        ..Frame::default()
                     }
                 }
             })
@@ -642,8 +756,7 @@ mod tests {
         let f = |s: &str| Frame {
             addr: 1,
             symbol: Some(s.into()),
-            module: None,
-            file_offset: None,
+            ..Frame::default()
         };
         assert!(is_own_frame(&f("bpf_prog_6deef7357e7b4530_fslat_exit_0")));
         assert!(is_own_frame(&f("bpf_trampoline_6442508954")));
@@ -656,7 +769,7 @@ mod tests {
             addr: 1,
             symbol: Some(s.into()),
             module: Some("kernel".into()),
-            file_offset: None,
+            ..Frame::default()
         };
         let names = |v: Vec<Frame>| v.into_iter().filter_map(|f| f.symbol).collect::<Vec<_>>();
         let fexit = vec![

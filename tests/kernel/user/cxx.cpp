@@ -4,9 +4,16 @@
  *   cxx N    N calls of shop::Cart::add(i) (a method defined outside its class, so its
  *            DWARF is a definition pointing to the declaration), then one of
  *            shop::Cart::total() and of each overload of shop::price.
+ *   cxx read shop::stock() reads 10000 bytes of its own file with std::ifstream::read,
+ *            a request over the stream's buffer, so libstdc++ makes it one read(2) through
+ *            std::basic_filebuf::xsgetn; it lingers a second after. Built -O2
+ *            -fomit-frame-pointer too (cxx-nofp), for ustack through libstdc++'s frames.
  */
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -39,10 +46,25 @@ NOINLINE long price(int euros, int cents)
 {
 	return euros * 100L + cents;
 }
+
+NOINLINE long stock(const char *path)
+{
+	static char buf[10000];
+	std::ifstream in(path, std::ios::binary);
+	in.read(buf, sizeof buf);
+	long n = in.gcount();
+	__asm__ volatile("" : "+r"(n));
+	return n;
+}
 } // namespace shop
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "read") == 0) {
+		long n = shop::stock("/proc/self/exe");
+		sleep(1);
+		return n == 10000 ? 0 : 1;
+	}
 	long n = argc > 1 ? atol(argv[1]) : 0;
 	shop::Cart cart = { 0, 0 };
 	for (long i = 0; i < n; i++)

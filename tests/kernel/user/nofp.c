@@ -5,6 +5,8 @@
  * is filled through fread -> _IO_file_underflow -> read. The functions are noinline and
  * use their callee's result, so every call is a real frame (no inlining, no tail call).
  * It lingers a second after the read (a third argument `now`: it exits at once).
+ * `nofp pull` reads with read(2) inside pull(), which is always inlined into c_fn: built
+ * with -g too (nofp-g), for source lines and inlined frames.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,8 +16,19 @@
 static char buf[8192];
 static char iobuf[4321];
 
+static inline __attribute__((always_inline)) int pull(int fd)
+{
+	return (int)read(fd, buf, 4321);
+}
+
 __attribute__((noinline)) int c_fn(const char *how)
 {
+	if (strcmp(how, "pull") == 0) {
+		int fd = open("/proc/self/exe", O_RDONLY);
+		int n = pull(fd);
+		close(fd);
+		return n;
+	}
 	if (strcmp(how, "fread") == 0) {
 		FILE *f = fopen("/proc/self/exe", "r");
 		if (!f)
