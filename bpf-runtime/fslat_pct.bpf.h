@@ -18,6 +18,9 @@
 #define FSLAT_PCT_SUB (1 << FSLAT_PCT_SHIFT)
 #define FSLAT_PCT_SLOTS (FSLAT_PCT_SUB * (64 - FSLAT_PCT_SHIFT + 1))
 
+/* UAPI values (include/uapi/linux/bpf.h). */
+#define FSLAT_MAP_PERCPU_HASH 5
+
 struct fslat_pct {
 	__u64 negative;  /* values below 0 (not in any slot) */
 	__u64 slots[FSLAT_PCT_SLOTS];

@@ -100,13 +100,6 @@ pub trait Aggregate: Sync {
     fn zero_start(&self) -> bool {
         false
     }
-    /// Whether its map with keys may be per CPU (`Aggregation::per_cpu_hash`) when it
-    /// starts at zero: only where a key's value is small, since the kernel keeps a copy a
-    /// possible CPU (a `struct fslat_stat` is 32 bytes; a histogram's 536 would be 137 KiB
-    /// a key on a 256-CPU machine).
-    fn per_cpu_keys(&self) -> bool {
-        false
-    }
     /// `percentiles`: a per-CPU map of each key's count, sum and max beside the shared one
     /// (`c_after` updates it).
     fn per_cpu_max(&self) -> bool {

@@ -70,10 +70,6 @@ impl Aggregate for Scalar {
         self.add != KEEPS_BOUNDS
     }
 
-    fn per_cpu_keys(&self) -> bool {
-        true
-    }
-
     fn c_structs(&self) -> &'static [CStruct] {
         C_STRUCTS
     }

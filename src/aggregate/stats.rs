@@ -37,10 +37,6 @@ impl Aggregate for Stats {
         true
     }
 
-    fn per_cpu_keys(&self) -> bool {
-        true
-    }
-
     fn c_structs(&self) -> &'static [CStruct] {
         scalar::C_STRUCTS
     }

@@ -196,8 +196,6 @@ pub(super) struct AggMapData {
     pub(super) key_size: u32,
     pub(super) value_type: String,
     pub(super) per_cpu_array: bool,
-    /// Keys, each with a value per CPU (`Aggregation::per_cpu_hash`).
-    pub(super) per_cpu_hash: bool,
     /// percentiles: the per-CPU map of counts and maxima.
     pub(super) max_map: Option<String>,
     /// The aggregation's own C declarations (`lhist`: its value struct).

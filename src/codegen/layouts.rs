@@ -246,7 +246,6 @@ fn agg_map_data(a: &Aggregation, prealloc: bool) -> AggMapData {
         key_size: a.key_size,
         value_type: a.func.c_value(&a.spec()).ty,
         per_cpu_array: a.per_cpu_array(),
-        per_cpu_hash: a.per_cpu_hash(prealloc),
         max_map: a.max_map(),
         value_decl: a.func.c_decl(&a.spec()),
         entries: if a.func.per_cpu_max() {

@@ -117,24 +117,21 @@ fn a_cgroup_name_key_is_the_cgroup_id_in_the_kernel() {
     assert_eq!(code("pod"), code("cgroup"));
 }
 
-/// The type line of aggregation map `id` in `c`.
-fn agg_map_type(c: &str, id: usize) -> String {
-    let end = c
-        .find(&format!("}} fslat_agg_{id} SEC(\".maps\")"))
-        .unwrap_or_else(|| panic!("map {id}: {c}"));
-    let start = c[..end].rfind("__uint(type, ").expect("map type");
-    c[start..end].lines().next().unwrap().to_string()
-}
-
 /// Aggregations without keys that start from zeros live in a one-slot per-CPU array (no
-/// insert); `min`, `max`, `percentiles` stay in hash maps.
+/// insert); `min`, `max`, `percentiles` and keyed ones stay in hash maps.
 #[test]
 fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
     let c = c_of(
-        "session vfs_read { count(); sum(count); avg(count); stats(count); hist(count); lhist(count, 0, 10, 1); min(count); max(count); percentiles(count) }",
+        "session vfs_read { count(); sum(count); avg(count); stats(count); hist(count); lhist(count, 0, 10, 1); min(count); max(count); percentiles(count); count() by comm }",
         Mode::Fsession,
     );
-    let map_type = |id: usize| agg_map_type(&c, id);
+    let map_type = |id: usize| {
+        let end = c
+            .find(&format!("}} fslat_agg_{id} SEC(\".maps\")"))
+            .unwrap_or_else(|| panic!("map {id}: {c}"));
+        let start = c[..end].rfind("__uint(type, ").expect("map type");
+        c[start..end].lines().next().unwrap().to_string()
+    };
     for id in 0..6 {
         assert!(
             map_type(id).contains("PERCPU_ARRAY"),
@@ -142,7 +139,7 @@ fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
             map_type(id)
         );
     }
-    for id in 6..9 {
+    for id in 6..10 {
         assert!(
             map_type(id).contains("BPF_MAP_TYPE_HASH"),
             "{id}: {}",
@@ -155,29 +152,6 @@ fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
             !c.contains(&format!("bpf_map_update_elem(&fslat_agg_{id},")),
             "{id}"
         );
-    }
-}
-
-/// Keyed aggregations whose 32-byte value adds up across CPUs get a per-CPU hash; a
-/// histogram (536 bytes and more a key, times each CPU), `min`/`max` (which start at their
-/// bounds), `percentiles` and a profile's (preallocated) maps stay shared.
-#[test]
-fn keyed_aggregations_of_small_sums_are_per_cpu_hashes() {
-    let cases = [
-        ("session vfs_read { count() by comm }", "PERCPU_HASH"),
-        ("session vfs_read { sum(count) by comm }", "PERCPU_HASH"),
-        ("session vfs_read { avg(count) by pid }", "PERCPU_HASH"),
-        ("session vfs_read { stats(count) by comm }", "PERCPU_HASH"),
-        ("session vfs_read { hist(count) by comm }", "BPF_MAP_TYPE_HASH"),
-        ("session vfs_read { lhist(count, 0, 10, 1) by comm }", "BPF_MAP_TYPE_HASH"),
-        ("session vfs_read { min(count) by comm }", "BPF_MAP_TYPE_HASH"),
-        ("session vfs_read { max(count) by comm }", "BPF_MAP_TYPE_HASH"),
-        ("session vfs_read { percentiles(count) by comm }", "BPF_MAP_TYPE_HASH"),
-        ("profile 99hz { count() by comm }", "BPF_MAP_TYPE_HASH"),
-    ];
-    for (script, want) in cases {
-        let got = agg_map_type(&c_of(script, Mode::Fsession), 0);
-        assert!(got.contains(want), "{script}: {got}");
     }
 }
 

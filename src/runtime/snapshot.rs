@@ -38,38 +38,38 @@ impl AggSnapshot {
         tag: u64,
     ) -> Result<Self, RuntimeError> {
         let mut rows = BTreeMap::new();
-        let read_err = RuntimeError::libbpf("reading an aggregation");
         if a.per_cpu_array() {
             // One slot, a value per CPU: their states added up; no row until counted.
             let key = 0u32.to_ne_bytes();
-            let cpus = map.lookup_percpu(&key, MapFlags::ANY).map_err(&read_err)?;
-            if let Some(total) = merged(a, &cpus.unwrap_or_default(), tag) {
+            let cpus = map
+                .lookup_percpu(&key, MapFlags::ANY)
+                .map_err(RuntimeError::libbpf("reading an aggregation"))?
+                .unwrap_or_default();
+            let mut states = cpus.iter().map(|v| a.func.decode(&a.spec(), v, &[], tag));
+            if let Some(mut total) = states.next() {
+                states.for_each(|s| total.merge(&s));
                 if !total.is_empty() {
                     rows.insert(key.to_vec(), total);
                 }
             }
             return Ok(AggSnapshot { rows });
         }
-        // A per-CPU hash (`Aggregation::per_cpu_hash`): each key's CPUs added up.
-        let per_cpu = map.map_type().is_percpu();
         for key in map.keys() {
-            let raw = if per_cpu {
-                let cpus = map.lookup_percpu(&key, MapFlags::ANY).map_err(&read_err)?;
-                merged(a, &cpus.unwrap_or_default(), tag)
-            } else {
-                let v = map.lookup(&key, MapFlags::ANY).map_err(&read_err)?;
-                let cpus = match max_map {
-                    Some(max_map) => max_map
-                        .lookup_percpu(&key, MapFlags::ANY)
-                        .map_err(&read_err)?
-                        .unwrap_or_default(),
-                    None => Vec::new(),
-                };
-                v.map(|v| a.func.decode(&a.spec(), &v, &cpus, tag))
+            let Some(v) = map
+                .lookup(&key, MapFlags::ANY)
+                .map_err(RuntimeError::libbpf("reading an aggregation"))?
+            else {
+                continue;
             };
-            if let Some(raw) = raw {
-                rows.insert(key, raw);
-            }
+            let cpus = match max_map {
+                Some(max_map) => max_map
+                    .lookup_percpu(&key, MapFlags::ANY)
+                    .map_err(RuntimeError::libbpf("reading an aggregation"))?
+                    .unwrap_or_default(),
+                None => Vec::new(),
+            };
+            let raw = a.func.decode(&a.spec(), &v, &cpus, tag);
+            rows.insert(key, raw);
         }
         Ok(AggSnapshot { rows })
     }
@@ -166,15 +166,6 @@ fn merge_shown<'r>(
         }
     }
     out
-}
-
-/// The states of `a` in `cpus` (a per-CPU map's values of one key, a CPU each) added up;
-/// `None` when the key is gone.
-fn merged(a: &Aggregation, cpus: &[Vec<u8>], tag: u64) -> Option<State> {
-    let mut states = cpus.iter().map(|v| a.func.decode(&a.spec(), v, &[], tag));
-    let mut total = states.next()?;
-    states.for_each(|s| total.merge(&s));
-    Some(total)
 }
 
 /// Every aggregation's latest cumulative snapshot, in program order, and the interval

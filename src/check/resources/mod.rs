@@ -155,22 +155,7 @@ impl Aggregation {
     /// value may start as zeros (no insert, and the verifier inlines the lookup). The
     /// runtime adds the CPUs' values up.
     pub fn per_cpu_array(&self) -> bool {
-        self.keys.is_empty() && self.merges_per_cpu()
-    }
-
-    /// Whether the map is a per-CPU hash: an aggregation with keys whose small value
-    /// (`Aggregate::per_cpu_keys`) merges across CPUs, in a map allocated key by key
-    /// (`prealloc` false: a preallocated per-CPU hash would hold every key on every CPU
-    /// from the start). Each CPU updates its own copy (still with atomic adds, so nothing
-    /// that runs on the same CPU meanwhile loses an update), and no cache line moves
-    /// between CPUs on a hot key; the runtime adds the CPUs' values up.
-    pub fn per_cpu_hash(&self, prealloc: bool) -> bool {
-        !self.keys.is_empty() && !prealloc && self.merges_per_cpu() && self.func.per_cpu_keys()
-    }
-
-    /// A value of all zeros is a right start and the CPUs' values add up to the whole.
-    fn merges_per_cpu(&self) -> bool {
-        self.func.zero_start() && !self.func.per_cpu_max()
+        self.keys.is_empty() && self.func.zero_start() && !self.func.per_cpu_max()
     }
 
     /// `percentiles`: the per-CPU map of each key's count and max.
