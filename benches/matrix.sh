@@ -4,12 +4,14 @@
 # next to bpftrace's same script and, for the slow-read row, the hand-written C tools, all
 # in one boot. Then the cold and warm start of fslat. Prints a Markdown table on stdout;
 # progress on stderr. Environment as benches/guest.sh, plus BENCH_MODES (fslat's --mode
-# words, default "fsession fsession-multi") and BENCH_ROWS (a space-separated subset of the
-# row keys below, default all).
+# words, default "fsession fsession-multi"), BENCH_ROWS (a space-separated subset of the
+# row keys below, default all) and BENCH_BASE (a second fslat binary, e.g. main's build, run
+# in the same modes next to BENCH_FSLAT: before and after in one boot).
 set -uo pipefail
 
 ROOT=${BENCH_ROOT:?}
 MODES=${BENCH_MODES:-fsession fsession-multi}
+BASE=${BENCH_BASE:-}
 
 . "$(dirname "$0")/common.sh"
 bench_env
@@ -52,6 +54,12 @@ ROWS=(
     bt_kentry "" 'kprobe:vfs_read* { @ = count(); }' 'bpftrace only: kprobe_multi at entry'
     bt_kreturn "" 'kretprobe:vfs_read* { @ = count(); }' 'bpftrace only: kretprobe_multi'
     bt_ksession "" 'kprobe:vfs_read* { @s[tid] = nsecs; } kretprobe:vfs_read* { @ = count(); }' 'bpftrace only: kprobe and kretprobe, merged into one kprobe session'
+    bt_kentry_comm "" 'kprobe:vfs_read* { @[comm] = count(); }' 'bpftrace only: count() by comm, kprobe_multi at entry'
+    bt_kreturn_lt0 "" 'kretprobe:vfs_read* /retval < 0/ { @ = count(); }' 'bpftrace only: the ret < 0 filter, kretprobe_multi'
+    # The same maps at entry instead of return on a trampoline (what an entry-only
+    # program would save where fentry is the default).
+    bt_fentry "" 'fentry:vfs_read { @ = count(); }' 'bpftrace only: count() at fentry'
+    bt_fentry_comm "" 'fentry:vfs_read { @[comm] = count(); }' 'bpftrace only: count() by comm at fentry'
 )
 bt_of() { # KEY: bpftrace's script of row KEY
     local i
@@ -99,6 +107,10 @@ for ((i = 0; i < ${#ROWS[@]}; i += 4)); do
         [[ -n $script ]] || continue
         log "$key: fslat --mode $mode"
         percall "$key.$mode" Tracing TERM out "$FSLAT" --mode "$mode" -o @OUT@ -e "$script"
+        if [[ -n $BASE ]]; then
+            log "$key: base fslat --mode $mode"
+            percall "$key.$mode.base" Tracing TERM out "$BASE" --mode "$mode" -o @OUT@ -e "$script"
+        fi
     done
     if $chroot_ready && [[ -n $bt ]]; then
         log "$key: bpftrace"
@@ -141,6 +153,7 @@ echo
 head="| script | bpftrace overhead |"
 sep="|---|---:|"
 for mode in $MODES; do
+    [[ -n $BASE ]] && head+=" base fslat $mode | × bpftrace |" && sep+="---:|---:|"
     head+=" fslat $mode | × bpftrace |"
     sep+="---:|---:|"
 done
@@ -152,7 +165,12 @@ for ((i = 0; i < ${#ROWS[@]}; i += 4)); do
     b=$(ov "$key.bt")
     line="| \`${script:-$(bt_of "$key")}\`${note:+ ($note)} | ${b:-–} |"
     for mode in $MODES; do
+        [[ -n $BASE ]] && { [[ -n $script ]] || line+=" – | – |"; }
         [[ -n $script ]] || { line+=" – | – |"; continue; }
+        if [[ -n $BASE ]]; then
+            f=$(ov "$key.$mode.base")
+            line+=" ${f:-FAIL} | $(rat "$f" "$b") |"
+        fi
         f=$(ov "$key.$mode")
         line+=" ${f:-FAIL} | $(rat "$f" "$b") |"
     done
