@@ -326,7 +326,8 @@ fn cpp_functions_are_listed_and_named_demangled() {
             "shop::Cart::add",
             "shop::Cart::total",
             "shop::price(int, int)",
-            "shop::price(long)"
+            "shop::price(long)",
+            "shop::stock"
         ]
     );
     // A method defined outside its class: DWARF through its declaration, with `this`.
