@@ -440,6 +440,7 @@ def sched(n, args):
         return e[key]
 
     ops = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, "<": lambda a, b: a < b}
+    quiet = {}
     for i, e in enumerate(evs):
         print(f"event {i}: {e}")
         if "oncpu_ns" in e and "offcpu_ns" in e and "latency_ns" in e:
@@ -455,18 +456,34 @@ def sched(n, args):
             if not any(w in (f["symbol"] or "") for f in stack for w in want.split("|")):
                 fail(f"event {i}: {name} has no frame naming {want}")
         for c in conds:
-            m = re.fullmatch(r"([\w/]+)(>=|<=|>|<)([\d.]+)(ms)?", c)
-            if not m:
-                fail(f"bad condition {c}")
-            name, op, v, ms = m.groups()
-            if "/" in name:
-                a, b = name.split("/")
-                got = value(e, a) / max(value(e, b), 1)
-            else:
-                got = value(e, name)
-            want = float(v) * (1e6 if ms else 1)
-            if not ops[op](got, want):
-                fail(f"event {i}: {name} is {got}, not {op} {c[len(name) + len(op):]}")
+            # `A?B`: B must hold for an event where A holds (and A for at least one).
+            if "?" in c:
+                a, b = c.split("?", 1)
+                if holds(e, a, value, ops):
+                    quiet[a] = quiet.get(a, 0) + 1
+                    if not holds(e, b, value, ops):
+                        fail(f"event {i}: {a}, but not {b}")
+                continue
+            if not holds(e, c, value, ops):
+                fail(f"event {i}: not {c}")
+    for c in conds:
+        a = c.split("?", 1)[0]
+        if "?" in c and not quiet.get(a):
+            fail(f"no event where {a}")
+
+
+def holds(e, c, value, ops):
+    m = re.fullmatch(r"([\w/]+)(>=|<=|>|<)([\d.]+)(ms)?", c)
+    if not m:
+        fail(f"bad condition {c}")
+    name, op, v, ms = m.groups()
+    if "/" in name:
+        a, b = name.split("/")
+        got = value(e, a) / max(value(e, b), 1)
+    else:
+        got = value(e, name)
+    print(f"  {name} = {got}")
+    return ops[op](got, float(v) * (1e6 if ms else 1))
 
 
 def waits(what, e):
