@@ -13,16 +13,18 @@ use crate::check::resources::{self, Mode, ProgRole};
 
 /// Each session's programs in `mode`.
 pub(super) fn all(program: &Program, mode: Mode) -> Vec<SessionData> {
-    let mut out = Vec::new();
-    for s in &program.sessions {
-        for mut data in of_session(s, mode) {
-            if sleepable(program, s, &data) {
-                data.shape.sleepable();
-            }
-            out.push(data);
-        }
-    }
-    out
+    program
+        .sessions
+        .iter()
+        .flat_map(|s| {
+            of_session(s, mode).into_iter().map(move |mut data| {
+                if sleepable(program, s, &data) {
+                    data.shape.sleepable();
+                }
+                data
+            })
+        })
+        .collect()
 }
 
 /// Whether a session's programs run sleepable, so that a user string not in memory is
@@ -46,27 +48,25 @@ fn sleepable(program: &Program, s: &Session, data: &SessionData) -> bool {
 
 /// A session's programs in `mode`, as template data.
 fn of_session(s: &Session, mode: Mode) -> Vec<SessionData> {
-    {
-        match mode.of_session(s) {
-            _ if s.span.is_some() => vec![span_data(s)],
-            _ if s.offcpu => vec![offcpu_data(s)],
-            _ if s.on.is_some() || s.profile.is_some() => vec![on_data(s)],
-            m if mode.shares_body(s) => vec![multi_session_data(s, m, true)],
-            m @ (Mode::FsessionMulti
-            | Mode::FexitMulti
-            | Mode::UprobeSession
-            | Mode::UprobeMulti
-            | Mode::KprobeSession
-            | Mode::KprobeEntry) => {
-                vec![multi_session_data(s, m, false)]
-            }
-            m => s
-                .targets
-                .iter()
-                .enumerate()
-                .map(|t| session_data(s, t, m))
-                .collect(),
+    match mode.of_session(s) {
+        _ if s.span.is_some() => vec![span_data(s)],
+        _ if s.offcpu => vec![offcpu_data(s)],
+        _ if s.on.is_some() || s.profile.is_some() => vec![on_data(s)],
+        m if mode.shares_body(s) => vec![multi_session_data(s, m, true)],
+        m @ (Mode::FsessionMulti
+        | Mode::FexitMulti
+        | Mode::UprobeSession
+        | Mode::UprobeMulti
+        | Mode::KprobeSession
+        | Mode::KprobeEntry) => {
+            vec![multi_session_data(s, m, false)]
         }
+        m => s
+            .targets
+            .iter()
+            .enumerate()
+            .map(|t| session_data(s, t, m))
+            .collect(),
     }
 }
 
