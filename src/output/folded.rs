@@ -58,7 +58,7 @@ pub fn stack_counts(program: &Program) -> Vec<(String, String)> {
 /// One frame from a value: `;` and whitespace would split the line where they are not
 /// meant to (stack symbols are cleaned already, `stacks::clean_symbol`).
 fn frame(v: &Value) -> String {
-    super::text::format_value(v)
+    super::value::format_value(v)
         .chars()
         .map(|c| match c {
             ';' => ':',

@@ -10,11 +10,13 @@ mod json;
 pub mod printf;
 mod stacks;
 mod text;
+mod value;
 
 pub use folded::{FoldedWriter, stack_counts};
 pub use json::JsonWriter;
 pub use stacks::stack_text;
-pub use text::{TextWriter, UNREAD};
+pub use text::TextWriter;
+pub use value::UNREAD;
 
 use crate::aggregate::{AggValue, Linear};
 use crate::check::counters::{self, Counter, Shown};

@@ -1,7 +1,7 @@
 //! The text of a `printf` event: its format (checked and parsed by the checker) applied
 //! to the event's typed fields, as C's printf would print them.
 
-use super::text::format_value;
+use super::value::format_value;
 use super::{Value, event_value};
 use crate::check::program::{
     ConvSpec, EventSchema, ExprKind, FieldKind, Piece, Scalar, Ty, UserLine,

@@ -92,7 +92,7 @@ fn a_string_the_program_could_not_read_is_unread_not_empty() {
     rec[at + 1] = 0;
     assert_eq!(line(&rec, false), "EVENT vfs_read comm=\"\"\n");
     let mut out = Vec::new();
-    text::write_value(&mut out, &Value::Str((&b"<unread>"[..]).into())).expect("writes");
+    value::write_value(&mut out, &Value::Str((&b"<unread>"[..]).into())).expect("writes");
     assert_eq!(out, b"\"<unread>\"");
 }
 
@@ -108,7 +108,7 @@ fn text_strings_are_quoted_when_they_need_it() {
     ];
     for (bytes, want) in cases {
         let mut out = Vec::new();
-        text::write_value(&mut out, &Value::Str((*bytes).into())).expect("writes");
+        value::write_value(&mut out, &Value::Str((*bytes).into())).expect("writes");
         assert_eq!(String::from_utf8(out).expect("utf-8"), *want, "{bytes:?}");
     }
 }
@@ -138,7 +138,7 @@ fn durations_under_a_microsecond_print_in_nanoseconds() {
         (50_160_123, "50160us"),
     ];
     for (ns, want) in cases {
-        assert_eq!(text::format_value(&Value::Duration(ns)), want);
+        assert_eq!(value::format_value(&Value::Duration(ns)), want);
     }
 }
 
@@ -354,7 +354,7 @@ fn hex_and_oct_values_are_c_style_in_text_and_strings_in_json() {
         (Value::Formatted(0o644, Radix::Oct), "0644"),
         (Value::Formatted(0, Radix::Oct), "0"),
     ] {
-        assert_eq!(super::text::format_value(&v), text);
+        assert_eq!(super::value::format_value(&v), text);
         assert_eq!(super::json::json_value(&v), serde_json::json!(text));
     }
 }
