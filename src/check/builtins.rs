@@ -4,8 +4,8 @@
 //! table in docs/language.md ("Names") against it. `docs/architecture.md` has the recipe
 //! for a new one.
 
-use super::program::StackKind;
 use crate::cgroups::CgroupView;
+use serde::{Deserialize, Serialize};
 
 /// One builtin: everything about it is here, so adding one is one entry of `BUILTINS`.
 #[derive(Debug, PartialEq, Eq)]
@@ -378,6 +378,22 @@ pub fn help() -> String {
         .iter()
         .map(|d| format!("  {:<16}{}\n", d.names.join(", "), d.help))
         .collect()
+}
+
+/// Which call stack: the kernel's or the user program's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StackKind {
+    Kernel,
+    User,
+}
+
+impl StackKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            StackKind::Kernel => "kstack",
+            StackKind::User => "ustack",
+        }
+    }
 }
 
 #[cfg(test)]

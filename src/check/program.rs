@@ -3,8 +3,8 @@
 //! schema fixed. Codegen and the output decoder both read this; nothing else describes an
 //! event's layout.
 
-pub use super::builtins::Builtin;
 use super::builtins::BuiltinTy;
+pub use super::builtins::{Builtin, StackKind};
 use crate::aggregate::Linear;
 use crate::btf::TypeId;
 use crate::diag::Span;
@@ -317,7 +317,7 @@ pub struct UserSession {
     /// The ELF file, as fslat found it.
     pub path: String,
     /// `Mode::UprobeSession`, `Mode::UprobeMulti` or `Mode::Uprobe`.
-    pub mode: super::resources::Mode,
+    pub mode: super::resources::mode::Mode,
 }
 
 /// One function of a session, with where the session's parameters sit in its context.
@@ -564,22 +564,6 @@ impl Radix {
             Radix::Hex => format!("0x{n:x}"),
             Radix::Oct if n == 0 => "0".into(),
             Radix::Oct => format!("0{n:o}"),
-        }
-    }
-}
-
-/// Which call stack: the kernel's or the user program's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum StackKind {
-    Kernel,
-    User,
-}
-
-impl StackKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            StackKind::Kernel => "kstack",
-            StackKind::User => "ustack",
         }
     }
 }

@@ -6,7 +6,8 @@
 //! (`settings.rs`) and the script arguments' struct (`args.rs`) are files of their own.
 
 mod args;
-mod mode;
+pub mod mode;
+mod policy;
 mod settings;
 
 pub use args::{ARGS_SECTION, ArgError, ArgField, arg_field};
