@@ -245,10 +245,10 @@ impl Checker<'_> {
         } else {
             layout(&kinds, 0)
         };
-        let id = self.next_agg;
+        let id = self.whole.next_agg;
         let name = match &a.name {
             Some(given) => {
-                if !self.agg_names.give(&given.name) {
+                if !self.whole.agg_names.give(&given.name) {
                     return Err(self.error(
                         given.span.clone(),
                         DiagKind::DuplicateAggName {
@@ -259,12 +259,13 @@ impl Checker<'_> {
                 given.name.clone()
             }
             None => {
-                let arg_text = a.arg.as_ref().map(|e| &self.source[e.span.clone()]);
-                self.agg_names
+                let arg_text = a.arg.as_ref().map(|e| &self.input.source[e.span.clone()]);
+                self.whole
+                    .agg_names
                     .derive(id, agg_names::derived(label, a.func, arg_text))
             }
         };
-        self.next_agg += 1;
+        self.whole.next_agg += 1;
         Ok(Aggregation {
             name,
             id,
@@ -284,7 +285,7 @@ impl Checker<'_> {
                 })
                 .collect(),
             key_size,
-            title: self.source[a.span.clone()]
+            title: self.input.source[a.span.clone()]
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" "),

@@ -20,7 +20,7 @@ impl Checker<'_> {
     /// The cgroup at `path`, or the error at `span`.
     fn cgroup_at(&mut self, path: &[u8], span: Span) -> Checked<cgroups::Cgroup> {
         let text = String::from_utf8_lossy(path).into_owned();
-        (self.opts.cgroups)(&text).map_err(|e| {
+        (self.input.opts.cgroups)(&text).map_err(|e| {
             let d = Diagnostic::new(
                 span,
                 DiagKind::CgroupNotFound {

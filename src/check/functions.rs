@@ -120,12 +120,12 @@ pub fn list_label(s: &ast::Session) -> String {
 }
 
 impl Checker<'_> {
+    /// What can be traced: the driver's rule, or BTF's alone (`Options::traceable`).
     fn rule(&mut self) -> Rc<Rule> {
-        Rc::clone(
-            self.opts
-                .traceable
-                .get_or_insert_with(|| Rc::new(Rule::btf_only())),
-        )
+        match &self.input.opts.traceable {
+            Some(rule) => Rc::clone(rule),
+            None => Rc::new(Rule::btf_only()),
+        }
     }
 
     /// The functions `s` names, in order, each once; and the glob matches skipped as
@@ -216,13 +216,13 @@ impl Checker<'_> {
         if failed {
             return None;
         }
-        if funcs.len() > self.opts.max_functions {
+        if funcs.len() > self.input.opts.max_functions {
             let span = s.func.span.start..s.funcs.last().map_or(s.func.span.end, |f| f.span.end);
             let d = Diagnostic::new(
                 span,
                 DiagKind::TooManyFunctions {
                     count: funcs.len(),
-                    max: self.opts.max_functions,
+                    max: self.input.opts.max_functions,
                 },
             )
             .hint("narrow the pattern, or raise the limit with --max-functions N");

@@ -191,16 +191,20 @@ impl Checker<'_> {
     fn declare_member(&mut self, ty: TypeId, name: &str, member_ty: TypeId) {
         let struct_name = self.struct_name(ty);
         let (member, needs) = self.member_type(member_ty);
-        let entry = self.structs.entry(struct_name.clone()).or_insert_with(|| {
-            (
-                StructDecl {
-                    ty,
-                    name: struct_name.clone(),
-                    members: Vec::new(),
-                },
-                Vec::new(),
-            )
-        });
+        let entry = self
+            .whole
+            .structs
+            .entry(struct_name.clone())
+            .or_insert_with(|| {
+                (
+                    StructDecl {
+                        ty,
+                        name: struct_name.clone(),
+                        members: Vec::new(),
+                    },
+                    Vec::new(),
+                )
+            });
         if !entry.0.members.iter().any(|m| m.name == name) {
             entry.0.members.push(MemberDecl {
                 name: name.to_string(),
@@ -208,8 +212,8 @@ impl Checker<'_> {
             });
             entry.1.extend(needs);
         }
-        if !self.struct_order.contains(&struct_name) {
-            self.struct_order.push(struct_name);
+        if !self.whole.struct_order.contains(&struct_name) {
+            self.whole.struct_order.push(struct_name);
         }
     }
 
@@ -240,8 +244,8 @@ impl Checker<'_> {
             KType::Struct { .. } => {
                 let name = self.struct_name(ty);
                 // An embedded struct must be complete; declare it even if empty.
-                if !self.structs.contains_key(&name) {
-                    self.structs.insert(
+                if !self.whole.structs.contains_key(&name) {
+                    self.whole.structs.insert(
                         name.clone(),
                         (
                             StructDecl {
@@ -252,7 +256,7 @@ impl Checker<'_> {
                             Vec::new(),
                         ),
                     );
-                    self.struct_order.push(name.clone());
+                    self.whole.struct_order.push(name.clone());
                 }
                 (MemberType::Struct(name.clone()), vec![name])
             }
@@ -266,31 +270,35 @@ impl Checker<'_> {
             _ => (MemberType::Other, Vec::new()),
         }
     }
+}
 
-    /// Struct declarations, each after the ones it embeds.
-    pub(super) fn ordered_structs(&self) -> Vec<StructDecl> {
-        fn visit(
-            name: &StructName,
-            all: &BTreeMap<StructName, (StructDecl, Vec<StructName>)>,
-            done: &mut Vec<StructName>,
-            out: &mut Vec<StructDecl>,
-        ) {
-            if done.iter().any(|d| d == name) {
-                return;
-            }
-            done.push(name.clone());
-            if let Some((decl, needs)) = all.get(name) {
-                for n in needs {
-                    visit(n, all, done, out);
-                }
-                out.push(decl.clone());
-            }
+/// Struct declarations (`Whole::structs`), each after the ones it embeds, in the order
+/// they were first used.
+pub(super) fn ordered_structs(
+    structs: &BTreeMap<StructName, (StructDecl, Vec<StructName>)>,
+    order: &[StructName],
+) -> Vec<StructDecl> {
+    fn visit(
+        name: &StructName,
+        all: &BTreeMap<StructName, (StructDecl, Vec<StructName>)>,
+        done: &mut Vec<StructName>,
+        out: &mut Vec<StructDecl>,
+    ) {
+        if done.iter().any(|d| d == name) {
+            return;
         }
-        let mut done = Vec::new();
-        let mut out = Vec::new();
-        for name in &self.struct_order {
-            visit(name, &self.structs, &mut done, &mut out);
+        done.push(name.clone());
+        if let Some((decl, needs)) = all.get(name) {
+            for n in needs {
+                visit(n, all, done, out);
+            }
+            out.push(decl.clone());
         }
-        out
     }
+    let mut done = Vec::new();
+    let mut out = Vec::new();
+    for name in order {
+        visit(name, structs, &mut done, &mut out);
+    }
+    out
 }

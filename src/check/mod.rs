@@ -27,6 +27,7 @@ mod printf;
 mod profile;
 pub mod program;
 pub mod resources;
+mod session;
 mod spans;
 mod usdt;
 mod user;
@@ -44,7 +45,7 @@ use crate::btf::KernelTypes;
 use crate::diag::{DiagKind, Diagnostic};
 use crate::syntax::ast::{self, Span};
 use program::*;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// Longest string fslat reads from kernel memory, NUL included.
 pub const STRING_CAP: u32 = 64;
@@ -61,72 +62,49 @@ pub fn check(
     check_with(script, source, kernel, Options::default())
 }
 
+/// The checker's driver: the passes, in order, each with its input and its output.
+///
+/// 1. `session::labels`: each session's label (its list, `#N` when two share one).
+/// 2. `session::check`, per session: functions and parameters, then typing its `where`
+///    and its actions (names, members, operators, calls), then `phases::split` of the
+///    condition into entry and return filters, then `actions` (events and aggregations).
+///    It reads `Input`, adds to `Whole`, and keeps its own `SessionState`.
+/// 3. `session::user_lines`: the `on begin` and `on end` lines.
+/// 4. Over the checked sessions: `agg_names::Names::settle` (derived names),
+///    `number_events`, `members::ordered_structs`, `uses::of`.
 pub fn check_with(
     script: &ast::Script,
     source: &str,
     kernel: &dyn KernelTypes,
     opts: Options,
 ) -> Result<Program, Vec<Diagnostic>> {
-    let mut cx = Checker {
+    let input = Input {
         kernel,
         source,
-        diags: Vec::new(),
-        structs: BTreeMap::new(),
-        struct_order: Vec::new(),
-        next_agg: 0,
-        agg_names: agg_names::Names::default(),
         opts,
-        args: BTreeMap::new(),
-        now: SessionState::default(),
     };
-    let lists: Vec<String> = script.sessions.iter().map(functions::list_label).collect();
-    let mut per_func: HashMap<&str, usize> = HashMap::new();
-    for l in &lists {
-        *per_func.entry(l.as_str()).or_default() += 1;
-    }
-    let mut seen: HashMap<&str, usize> = HashMap::new();
+    let mut whole = Whole::default();
+    let labels = session::labels(&script.sessions);
     let mut sessions = Vec::new();
-    for (index, (s, list)) in script.sessions.iter().zip(&lists).enumerate() {
-        let n = seen.entry(list.as_str()).or_default();
-        *n += 1;
-        let label = if per_func[list.as_str()] > 1 {
-            format!("{list}#{n}")
-        } else {
-            list.clone()
-        };
-        cx.now = SessionState::default();
-        if let Some(checked) = cx.session(index, label, s) {
-            sessions.push(checked);
-        }
+    for (index, (s, label)) in script.sessions.iter().zip(labels).enumerate() {
+        sessions.extend(session::check(&input, &mut whole, index, label, s));
     }
-    let lines = |cx: &mut Checker, actions: &[ast::Action]| {
-        let mut out = Vec::new();
-        for a in actions {
-            let span = match a {
-                ast::Action::Printf { args, span } => {
-                    if let Ok(l) = cx.user_line(args, span) {
-                        out.push(l);
-                    }
-                    continue;
-                }
-                ast::Action::Emit { span, .. } => span,
-                ast::Action::Aggregate(agg) => &agg.span,
-                ast::Action::Let { name, .. } => &name.span,
-                ast::Action::If { cond, .. } => &cond.span,
-            };
-            cx.error(span.clone(), DiagKind::UserLineAction);
-        }
-        out
-    };
-    cx.now = SessionState::default();
-    let begin = lines(&mut cx, &script.begin);
-    let end = lines(&mut cx, &script.end);
-    if !cx.diags.is_empty() {
-        return Err(cx.diags);
+    let begin = session::user_lines(&input, &mut whole, &script.begin);
+    let end = session::user_lines(&input, &mut whole, &script.end);
+    let Whole {
+        diags,
+        structs,
+        struct_order,
+        agg_names,
+        args,
+        next_agg: _,
+    } = whole;
+    if !diags.is_empty() {
+        return Err(diags);
     }
-    std::mem::take(&mut cx.agg_names).settle(&mut sessions);
+    agg_names.settle(&mut sessions);
     number_events(&mut sessions);
-    let structs = cx.ordered_structs();
+    let structs = members::ordered_structs(&structs, &struct_order);
     let uses = uses::of(&sessions);
     Ok(Program {
         sessions,
@@ -137,9 +115,13 @@ pub fn check_with(
         uses_sched: uses.sched,
         wait_kstack: uses.wait_kstack,
         wait_ustack: uses.wait_ustack,
-        ustack_bytes: if uses.ustack { cx.opts.ustack_bytes } else { 0 },
+        ustack_bytes: if uses.ustack {
+            input.opts.ustack_bytes
+        } else {
+            0
+        },
         features: kernel.features(),
-        args: cx.args.into_values().collect(),
+        args: args.into_values().collect(),
         begin,
         end,
     })
@@ -157,14 +139,19 @@ fn number_events(sessions: &mut [Session]) {
     }
 }
 
-/// The checker: what it reads (the kernel's types, the script's text, the options), what
-/// it builds for the whole program as it goes (diagnostics, struct declarations,
-/// aggregation names, run-time arguments), and `now`, the state of the one session
-/// being checked, fresh for each session.
-struct Checker<'k> {
+/// What every pass reads and none changes: the kernel's types, the script's text, the
+/// options.
+struct Input<'k> {
     kernel: &'k dyn KernelTypes,
     source: &'k str,
     opts: Options,
+}
+
+/// What the passes build for the whole program, session after session: diagnostics,
+/// struct declarations, aggregation names, run-time arguments. The driver takes it apart
+/// at the end.
+#[derive(Default)]
+struct Whole {
     diags: Vec<Diagnostic>,
     /// Struct declarations by name, with the structs they embed.
     structs: BTreeMap<StructName, (StructDecl, Vec<StructName>)>,
@@ -173,13 +160,20 @@ struct Checker<'k> {
     agg_names: agg_names::Names,
     /// The run-time arguments used so far (`Options::runtime_args`), by number.
     args: BTreeMap<usize, ScriptArg>,
+}
+
+/// The walk of one session (or of the BEGIN/END lines) by `session::check`: what it reads
+/// (`input`), what it adds to (`whole`), and its own state (`now`), made fresh by the
+/// pass and dropped with it, so nothing of one session reaches the next.
+struct Checker<'k> {
+    input: &'k Input<'k>,
+    whole: &'k mut Whole,
     now: SessionState,
 }
 
 /// What checking one session keeps while it runs: the values it saves at entry, its
-/// parameters, and which kind of item is being checked. `check_with` starts each session
-/// (and the BEGIN and END lines) from `SessionState::default()`, so nothing of one
-/// session reaches the next.
+/// parameters, and which kind of item is being checked. Each `session::check` and
+/// `session::user_lines` starts from `SessionState::default()`.
 #[derive(Default)]
 struct SessionState {
     /// A several-function session's parameters so far, with their slot in each function.
@@ -229,18 +223,6 @@ impl<'a> Scope<'a> {
     }
 }
 
-impl Checker<'_> {
-    /// The signature of an item without parameters (a profile, offcpu), named as the
-    /// item.
-    fn bare_item(&mut self, s: &ast::Session) -> crate::btf::FuncSig {
-        crate::btf::FuncSig {
-            name: s.func.name.clone(),
-            params: Vec::new(),
-            ret: 0,
-        }
-    }
-}
-
 /// What names mean inside one session.
 struct Scope<'a> {
     func: &'a crate::btf::FuncSig,
@@ -255,15 +237,6 @@ struct Scope<'a> {
     func_cap: u32,
 }
 
-/// What a session's action blocks make, as they are checked.
-struct Actions<'l> {
-    index: usize,
-    label: &'l str,
-    has_ret: bool,
-    events: Vec<EventSchema>,
-    aggregations: Vec<Aggregation>,
-}
-
 /// Marks a failed check whose diagnostic is already recorded.
 struct Reported;
 
@@ -271,242 +244,13 @@ type Checked<T> = Result<T, Reported>;
 
 impl<'k> Checker<'k> {
     fn error(&mut self, span: Span, kind: DiagKind) -> Reported {
-        self.diags.push(Diagnostic::new(span, kind));
+        self.whole.diags.push(Diagnostic::new(span, kind));
         Reported
     }
 
     fn error_with(&mut self, d: Diagnostic) -> Reported {
-        self.diags.push(d);
+        self.whole.diags.push(d);
         Reported
-    }
-
-    fn session(&mut self, index: usize, label: String, s: &ast::Session) -> Option<Session> {
-        if s.ends.is_some() {
-            return self.span_session(index, label, s);
-        }
-        if s.on.is_some() {
-            return self.on_session(index, label, s);
-        }
-        if s.profile.is_some() {
-            return self.profile_session(index, label, s);
-        }
-        if s.offcpu {
-            return self.offcpu_session(index, label, s);
-        }
-        if s.file.is_some() {
-            self.now.user = Some(self.open_user_file(s)?);
-        }
-        let mut checked = self.session_of_functions(index, label, s)?;
-        if let Some(types) = self.now.user.take() {
-            checked.user = Some(UserSession {
-                path: types.path().display().to_string(),
-                mode: self.user_mode(),
-            });
-            user::carry_to_return(&mut checked);
-        }
-        Some(checked)
-    }
-
-    fn session_of_functions(
-        &mut self,
-        index: usize,
-        label: String,
-        s: &ast::Session,
-    ) -> Option<Session> {
-        let several = functions::is_several(s);
-        let (funcs, skipped) = self.functions(s)?;
-        let func = funcs[0].clone();
-        let mut per_func = Vec::new();
-        let mut ret_slots = Vec::new();
-        for f in &funcs {
-            let (params, ret_slot) = self.params_of(f);
-            per_func.push(params);
-            ret_slots.push(ret_slot);
-        }
-        self.now.shared = if several {
-            Self::common_params(&per_func)
-        } else {
-            per_func[0]
-                .iter()
-                .map(|p| (p.clone(), vec![p.slot]))
-                .collect()
-        };
-        let params: Vec<Param> = self.now.shared.iter().map(|(p, _)| p.clone()).collect();
-        let slot = ret_slots[0];
-        let ret = if several && !self.has_shared_ret(&funcs) {
-            None
-        } else {
-            self.ret_scalar(&func)
-        };
-        let func_cap = funcs
-            .iter()
-            .map(|f| f.name.len() as u32 + 1)
-            .max()
-            .unwrap_or(1);
-        let scope = Scope {
-            func: &func,
-            params: &params,
-            funcs: &funcs,
-            per_func: &per_func,
-            several,
-            func_cap,
-        };
-
-        let (entry_filter, return_filter) = match &s.predicate {
-            Some(p) => match self.condition(&scope, p) {
-                Ok(e) => phases::split(e),
-                Err(Reported) => (None, None),
-            },
-            None => (None, None),
-        };
-
-        let (events, aggregations) = self.actions(&scope, index, &label, s, ret.is_some());
-        let targets = self.targets(&funcs, &ret_slots);
-        Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: func.name.clone(),
-            ret_slot: slot,
-            params: self.now.shared.iter().map(|(p, _)| p.clone()).collect(),
-            ret,
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-            entry_values: std::mem::take(&mut self.now.entry_values),
-            targets,
-            several,
-            skipped,
-            user: None,
-            span: None,
-            on: None,
-            profile: None,
-            offcpu: false,
-            counts_errors: self.opts.count_errors,
-        })
-    }
-
-    /// A session's actions (`{ emit }` when it has no block): its event and aggregations.
-    fn actions(
-        &mut self,
-        scope: &Scope,
-        index: usize,
-        label: &str,
-        s: &ast::Session,
-        has_ret: bool,
-    ) -> (Vec<EventSchema>, Vec<Aggregation>) {
-        let default_actions = [ast::Action::Emit {
-            items: Vec::new(),
-            span: s.func.span.clone(),
-        }];
-        let actions = s.actions.as_deref().unwrap_or(&default_actions);
-        let mut out = Actions {
-            index,
-            label,
-            has_ret,
-            events: Vec::new(),
-            aggregations: Vec::new(),
-        };
-        self.block(scope, actions, None, &mut out);
-        self.now.lets.clear();
-        (out.events, out.aggregations)
-    }
-
-    /// The actions of one block, under `guard` (the `if` conditions around it, as one
-    /// condition); its `let`s end with it.
-    fn block(
-        &mut self,
-        scope: &Scope,
-        actions: &[ast::Action],
-        guard: Option<&Expr>,
-        out: &mut Actions,
-    ) {
-        let lets = self.now.lets.len();
-        for a in actions {
-            match a {
-                ast::Action::Emit { items, .. } => {
-                    let event = self.emit(scope, out.index, out.label, items, out.has_ret);
-                    out.events.extend(event.ok().map(|e| EventSchema {
-                        guard: guard.cloned(),
-                        ..e
-                    }));
-                }
-                ast::Action::Aggregate(agg) => {
-                    if let Ok(a) = self.aggregation(scope, out.label, agg) {
-                        out.aggregations.push(Aggregation {
-                            guard: guard.cloned(),
-                            ..a
-                        });
-                    }
-                }
-                ast::Action::Let { name, value } => {
-                    if let Ok(v) = self.let_value(scope, name, value) {
-                        self.now.lets.push((name.name.clone(), v));
-                    }
-                }
-                ast::Action::Printf { args, span } => {
-                    let event = self.printf(scope, out.index, out.label, args, span);
-                    out.events.extend(event.ok().map(|e| EventSchema {
-                        guard: guard.cloned(),
-                        ..e
-                    }));
-                }
-                ast::Action::If {
-                    cond,
-                    then,
-                    otherwise,
-                } => {
-                    let Ok(c) = self.condition(scope, cond) else {
-                        continue;
-                    };
-                    let not_c = Expr {
-                        ty: Ty::Bool,
-                        kind: ExprKind::Unary {
-                            op: UnOp::Not,
-                            expr: Box::new(c.clone()),
-                        },
-                    };
-                    let under = |c: Expr| match guard {
-                        Some(g) => Expr::logic(BinOp::And, g.clone(), c),
-                        None => c,
-                    };
-                    self.block(scope, then, Some(&under(c)), out);
-                    if let Some(otherwise) = otherwise {
-                        self.block(scope, otherwise, Some(&under(not_c)), out);
-                    }
-                }
-            }
-        }
-        self.now.lets.truncate(lets);
-    }
-
-    /// A `let`'s value, unless its name would hide another (bpftrace keeps variables apart
-    /// by `$`; in fslat a name is one thing in a block).
-    fn let_value(&mut self, scope: &Scope, name: &ast::Ident, value: &ast::Expr) -> Checked<Expr> {
-        let n = name.name.as_str();
-        let what = if builtins::Builtin::named(n).is_some() || matches!(n, "ret" | "start") {
-            Some("a builtin")
-        } else if scope.params.iter().any(|p| p.name == n)
-            || n.strip_prefix("arg")
-                .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-        {
-            Some("a parameter")
-        } else if self.now.lets.iter().any(|(l, _)| l == n) {
-            Some("an earlier `let`")
-        } else {
-            None
-        };
-        if let Some(what) = what {
-            return Err(self.error(
-                name.span.clone(),
-                DiagKind::LetShadows {
-                    name: n.into(),
-                    what,
-                },
-            ));
-        }
-        self.expr(scope, value)
     }
 }
 

@@ -239,7 +239,7 @@ impl Checker<'_> {
         let mut d = Diagnostic::new(span, DiagKind::DurationVsInteger);
         if let ExprKind::Int(v) = int_side.kind {
             let dur_side = if matches!(l.ty, Ty::Int(_)) { rhs } else { lhs };
-            let dur_text = &self.source[dur_side.span.clone()];
+            let dur_text = &self.input.source[dur_side.span.clone()];
             let lit = duration_literal(v);
             d = d.hint(if matches!(l.ty, Ty::Duration) {
                 format!("write `{dur_text} {} {lit}`", op.symbol())
@@ -296,7 +296,7 @@ impl Checker<'_> {
     /// `wanted` would fit: how to give one.
     fn untyped_arg_hint(&self, l: &Expr, r: &Expr, wanted: &str) -> Option<String> {
         let n = [l, r].into_iter().find_map(|e| match e.kind {
-            ExprKind::Arg(n) if n > self.opts.args.len() => Some(n),
+            ExprKind::Arg(n) if n > self.input.opts.args.len() => Some(n),
             _ => None,
         })?;
         Some(format!(
@@ -323,7 +323,7 @@ impl Checker<'_> {
             _ => return Ok(()),
         };
         let by = const_value(r).unwrap_or_default();
-        let text = &self.source[lhs.span.clone()];
+        let text = &self.input.source[lhs.span.clone()];
         let d = Diagnostic::new(span, DiagKind::DurationByUnitNumber { by })
             .hint(format!(
                 "for a number of {}, write `{text} / 1{unit}`",

@@ -78,11 +78,11 @@ fn is_duration(text: &str) -> bool {
 impl Checker<'_> {
     /// `$n` (`n` from 1).
     pub(super) fn positional(&mut self, n: usize, span: Span) -> Checked<Expr> {
-        let given = self.opts.args.len();
-        if n > 0 && self.opts.runtime_args {
+        let given = self.input.opts.args.len();
+        if n > 0 && self.input.opts.runtime_args {
             return self.runtime_arg(n, span);
         }
-        match n.checked_sub(1).and_then(|i| self.opts.args.get(i)) {
+        match n.checked_sub(1).and_then(|i| self.input.opts.args.get(i)) {
             Some(arg) => Ok(argument_value(arg)),
             None if n == 0 => Err(self.error(span, DiagKind::PositionalZero)),
             None => {
@@ -98,24 +98,24 @@ impl Checker<'_> {
 
     /// `$#`.
     pub(super) fn positional_count(&mut self, span: Span) -> Checked<Expr> {
-        if self.opts.runtime_args {
+        if self.input.opts.runtime_args {
             return self.runtime_arg(0, span);
         }
-        Ok(int_const(self.opts.args.len() as i128))
+        Ok(int_const(self.input.opts.args.len() as i128))
     }
 
     /// `$n` (`$#` for 0) read at run time; where its value is compiled in, the word given
     /// now, and the argument fixed.
     fn runtime_arg(&mut self, n: usize, span: Span) -> Checked<Expr> {
         let word = match n {
-            0 => Some(self.opts.args.len().to_string()),
-            n => self.opts.args.get(n - 1).cloned(),
+            0 => Some(self.input.opts.args.len().to_string()),
+            n => self.input.opts.args.get(n - 1).cloned(),
         };
         let kind = match n {
             0 => ArgKind::Int,
             _ => word.as_deref().map_or(ArgKind::Int, arg_kind),
         };
-        self.args.entry(n).or_insert(ScriptArg {
+        self.whole.args.entry(n).or_insert(ScriptArg {
             n,
             kind,
             fixed: None,
@@ -133,7 +133,7 @@ impl Checker<'_> {
             ));
             return Err(self.error_with(d));
         };
-        if let Some(arg) = self.args.get_mut(&n) {
+        if let Some(arg) = self.whole.args.get_mut(&n) {
             arg.fixed.get_or_insert(FixedArg {
                 word: word.clone(),
                 by,

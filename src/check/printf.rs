@@ -229,8 +229,8 @@ impl Checker<'_> {
         let ast::ExprKind::Str(bytes) = &format.kind else {
             return Err(self.error(format.span.clone(), DiagKind::PrintfNoFormat));
         };
-        let fspan = format.span.clone();
-        let raw = raw_conversions(&self.source[fspan.clone()]);
+        let (fspan, source) = (format.span.clone(), self.input.source);
+        let raw = raw_conversions(&source[fspan.clone()]);
         let conv_span = |k: usize, convs: usize| match raw.get(k) {
             Some(&(at, len)) if raw.len() == convs => fspan.start + at..fspan.start + at + len,
             _ => fspan.clone(),
@@ -246,7 +246,7 @@ impl Checker<'_> {
             Err(FormatError::Unknown(conv)) => {
                 let at = raw
                     .iter()
-                    .find(|&&(a, l)| self.source[fspan.start + a..].starts_with(&conv) && l > 0)
+                    .find(|&&(a, l)| source[fspan.start + a..].starts_with(&conv) && l > 0)
                     .map_or(fspan.clone(), |&(a, _)| {
                         fspan.start + a..fspan.start + a + conv.len()
                     });
@@ -302,7 +302,7 @@ impl Checker<'_> {
                 continue;
             };
             if let Err(expected) = accepts(spec.conv, &e.ty) {
-                let conv = self.source[conv_span(k - 1, convs)].to_string();
+                let conv = source[conv_span(k - 1, convs)].to_string();
                 let mut d = crate::diag::Diagnostic::new(
                     arg.span.clone(),
                     DiagKind::FormatArgType {

@@ -211,7 +211,7 @@ impl Checker<'_> {
         )
         .hint(format!(
             "START's key is `{}`: pick keys of one type at every point (a pid, a pointer to the same struct)",
-            self.source.get(start.key.span.clone()).unwrap_or("?")
+            self.input.source.get(start.key.span.clone()).unwrap_or("?")
         ));
         self.error_with(d);
     }

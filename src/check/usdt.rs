@@ -142,7 +142,7 @@ impl Checker<'_> {
             self.error(file.span.clone(), DiagKind::UserNeedsX86);
             return None;
         }
-        let path = match elf::find(&file.name, &self.opts.lookup) {
+        let path = match elf::find(&file.name, &self.input.opts.lookup) {
             Ok(Some(path)) => path,
             Ok(None) => {
                 self.error(file.span.clone(), DiagKind::NoMainExecutable);

@@ -18,7 +18,7 @@ impl Checker<'_> {
     pub(super) fn types(&self) -> &dyn KernelTypes {
         match &self.now.user {
             Some(u) => u.as_ref(),
-            None => self.kernel,
+            None => self.input.kernel,
         }
     }
 
@@ -30,17 +30,17 @@ impl Checker<'_> {
             self.error(file.span.clone(), DiagKind::UserNeedsX86);
             return None;
         }
-        let why = match elf::find(&file.name, &self.opts.lookup) {
+        let why = match elf::find(&file.name, &self.input.opts.lookup) {
             Ok(Some(path)) => match elf::functions(&path) {
                 Ok(funcs) => {
                     // DWARF for the functions the session names, and only those.
                     let named: Vec<String> = funcs
                         .iter()
                         .filter(|f| s.funcs.iter().any(|i| glob_match(&i.name, &f.name)))
-                        .take(self.opts.max_functions + 1)
+                        .take(self.input.opts.max_functions + 1)
                         .map(|f| f.name.clone())
                         .collect();
-                    let mut types = UserTypes::new(&path, funcs, self.kernel.features());
+                    let mut types = UserTypes::new(&path, funcs, self.input.kernel.features());
                     types.read_dwarf(&named);
                     return Some(Rc::new(types));
                 }
@@ -121,8 +121,8 @@ impl Checker<'_> {
 
     /// How this kernel runs user-space sessions: as `--mode` says, else the best it has.
     pub(super) fn user_mode(&self) -> Mode {
-        let f = self.kernel.features();
-        match self.opts.user_mode {
+        let f = self.input.kernel.features();
+        match self.input.opts.user_mode {
             Some(m) => m,
             None if f.uprobe_session => Mode::UprobeSession,
             None if f.uprobe_multi => Mode::UprobeMulti,
