@@ -4,8 +4,8 @@
 //! has it with the same type.
 
 use super::program::{Param, Scalar, Target, Ty};
-use super::{Checked, Checker, Scope, quote_list};
-use crate::btf::{FuncSig, KType};
+use super::{Checked, Checker, Input, Scope, SessionState, quote_list};
+use crate::btf::{FuncSig, KType, KernelTypes};
 use crate::cgroups::{Cgroup, LookupError};
 use crate::diag::{DiagKind, Diagnostic, closest};
 use crate::syntax::ast::{self, Span};
@@ -119,153 +119,177 @@ pub fn list_label(s: &ast::Session) -> String {
     }
 }
 
-impl Checker<'_> {
-    /// What can be traced: the driver's rule, or BTF's alone (`Options::traceable`).
-    fn rule(&mut self) -> Rc<Rule> {
-        match &self.input.opts.traceable {
-            Some(rule) => Rc::clone(rule),
-            None => Rc::new(Rule::btf_only()),
+/// What the functions pass reads: the types a session's names resolve against (its
+/// user-space file's, or the kernel's), whether they are a file's, and the options.
+pub(super) struct Lookup<'a> {
+    pub types: &'a dyn KernelTypes,
+    pub user: bool,
+    pub opts: &'a Options,
+}
+
+impl<'a> Lookup<'a> {
+    /// The lookup of the session being checked (`SessionState::user`, else the kernel).
+    pub(super) fn of(input: &'a Input, now: &'a SessionState) -> Self {
+        Lookup {
+            types: match &now.user {
+                Some(u) => u.as_ref(),
+                None => input.kernel,
+            },
+            user: now.user.is_some(),
+            opts: &input.opts,
         }
     }
+}
 
-    /// The functions `s` names, in order, each once; and the glob matches skipped as
-    /// untraceable, with why. `None` when a diagnostic was recorded.
-    pub(super) fn functions(&mut self, s: &ast::Session) -> Option<(Vec<FuncSig>, Vec<Skipped>)> {
-        let mut funcs: Vec<FuncSig> = Vec::new();
-        let mut skipped = Vec::new();
-        let mut seen = HashSet::new();
-        let mut failed = false;
-        for item in &s.funcs {
-            if !is_glob(&item.name) {
-                match self.exact_function(item) {
-                    Some(f) if seen.insert(f.name.clone()) => funcs.push(f),
-                    Some(_) => {}
-                    None => failed = true,
-                }
+/// What can be traced: the driver's rule, or BTF's alone (`Options::traceable`).
+fn rule(opts: &Options) -> Rc<Rule> {
+    match &opts.traceable {
+        Some(rule) => Rc::clone(rule),
+        None => Rc::new(Rule::btf_only()),
+    }
+}
+
+/// The functions `s` names, in order, each once; and the glob matches skipped as
+/// untraceable, with why. `None` when a diagnostic was recorded.
+pub(super) fn resolve(
+    at: &Lookup,
+    diags: &mut Vec<Diagnostic>,
+    s: &ast::Session,
+) -> Option<(Vec<FuncSig>, Vec<Skipped>)> {
+    let mut funcs: Vec<FuncSig> = Vec::new();
+    let mut skipped = Vec::new();
+    let mut seen = HashSet::new();
+    let mut failed = false;
+    for item in &s.funcs {
+        if !is_glob(&item.name) {
+            match exact(at, diags, item) {
+                Some(f) if seen.insert(f.name.clone()) => funcs.push(f),
+                Some(_) => {}
+                None => failed = true,
+            }
+            continue;
+        }
+        let rule = rule(at.opts);
+        let mut found = 0;
+        let mut untraceable = Vec::new();
+        for name in at.types.function_names() {
+            if !glob_match(&item.name, &name) {
                 continue;
             }
-            let rule = self.rule();
-            let mut found = 0;
-            let mut untraceable = Vec::new();
-            for name in self.types().function_names() {
-                if !glob_match(&item.name, &name) {
-                    continue;
-                }
-                let Some(f) = self.types().function(&name) else {
-                    continue;
-                };
-                if let Some(why) = self
-                    .now
-                    .user
-                    .is_none()
-                    .then(|| rule.why_not(self.types(), &f))
-                    .flatten()
-                {
-                    untraceable.push((name, why.to_string()));
-                    continue;
-                }
-                found += 1;
-                if seen.insert(name) {
-                    funcs.push(f);
-                }
+            let Some(f) = at.types.function(&name) else {
+                continue;
+            };
+            if let Some(why) = (!at.user).then(|| rule.why_not(at.types, &f)).flatten() {
+                untraceable.push((name, why.to_string()));
+                continue;
             }
-            if found == 0 && self.now.user.is_some() {
-                let file = s.file.as_ref().map_or("", |f| f.name.as_str());
-                let d = Diagnostic::new(
-                    item.span.clone(),
-                    DiagKind::NoUserFunctionMatches {
-                        pattern: item.name.clone(),
-                        file: self.types().describe(),
-                    },
-                )
-                .hint(format!(
-                    "`fslat -l '{file}:{}'` lists the functions a pattern matches",
-                    item.name
-                ));
-                self.error_with(d);
-                failed = true;
-            } else if found == 0 {
-                let mut d = Diagnostic::new(
-                    item.span.clone(),
-                    DiagKind::NoFunctionMatches {
-                        pattern: item.name.clone(),
-                    },
-                );
-                if !untraceable.is_empty() {
-                    let names: Vec<&str> = untraceable
-                        .iter()
-                        .take(3)
-                        .map(|(n, _)| n.as_str())
-                        .collect();
-                    d = d.hint(format!(
-                        "{} function(s) match but cannot be traced ({}{})",
-                        untraceable.len(),
-                        quote_list(&names),
-                        if untraceable.len() > 3 { ", ..." } else { "" }
-                    ));
-                }
-                d = d.hint(format!(
-                    "`fslat -l '{}'` lists the functions a pattern matches",
-                    item.name
-                ));
-                self.error_with(d);
-                failed = true;
+            found += 1;
+            if seen.insert(name) {
+                funcs.push(f);
             }
-            skipped.extend(untraceable);
         }
-        if failed {
-            return None;
-        }
-        if funcs.len() > self.input.opts.max_functions {
-            let span = s.func.span.start..s.funcs.last().map_or(s.func.span.end, |f| f.span.end);
+        if found == 0 && at.user {
+            let file = s.file.as_ref().map_or("", |f| f.name.as_str());
             let d = Diagnostic::new(
-                span,
-                DiagKind::TooManyFunctions {
-                    count: funcs.len(),
-                    max: self.input.opts.max_functions,
+                item.span.clone(),
+                DiagKind::NoUserFunctionMatches {
+                    pattern: item.name.clone(),
+                    file: at.types.describe(),
                 },
             )
-            .hint("narrow the pattern, or raise the limit with --max-functions N");
-            self.error_with(d);
-            return None;
-        }
-        Some((funcs, skipped))
-    }
-
-    /// A function named exactly: unknown and untraceable names are errors.
-    pub(super) fn exact_function(&mut self, item: &ast::Ident) -> Option<FuncSig> {
-        if self.now.user.is_some() {
-            return self.user_function(item);
-        }
-        let Some(func) = self.types().function(&item.name) else {
-            let names = self.types().function_names();
+            .hint(format!(
+                "`fslat -l '{file}:{}'` lists the functions a pattern matches",
+                item.name
+            ));
+            diags.push(d);
+            failed = true;
+        } else if found == 0 {
             let mut d = Diagnostic::new(
                 item.span.clone(),
-                DiagKind::UnknownFunction {
-                    name: item.name.clone(),
+                DiagKind::NoFunctionMatches {
+                    pattern: item.name.clone(),
                 },
             );
-            let near = closest(&item.name, names.iter().map(String::as_str));
-            if !near.is_empty() {
-                d = d.hint(format!("did you mean {}?", quote_list(&near)));
+            if !untraceable.is_empty() {
+                let names: Vec<&str> = untraceable
+                    .iter()
+                    .take(3)
+                    .map(|(n, _)| n.as_str())
+                    .collect();
+                d = d.hint(format!(
+                    "{} function(s) match but cannot be traced ({}{})",
+                    untraceable.len(),
+                    quote_list(&names),
+                    if untraceable.len() > 3 { ", ..." } else { "" }
+                ));
             }
-            d = d.hint("`fslat -l 'PATTERN*'` lists the functions this kernel can trace");
-            self.error_with(d);
-            return None;
-        };
-        if let Some(reason) = self.rule().why_not_named(self.types(), &func) {
-            self.error(
-                item.span.clone(),
-                DiagKind::Untraceable {
-                    func: func.name.clone(),
-                    reason: reason.to_string(),
-                },
-            );
-            return None;
+            d = d.hint(format!(
+                "`fslat -l '{}'` lists the functions a pattern matches",
+                item.name
+            ));
+            diags.push(d);
+            failed = true;
         }
-        Some(func)
+        skipped.extend(untraceable);
     }
+    if failed {
+        return None;
+    }
+    if funcs.len() > at.opts.max_functions {
+        let span = s.func.span.start..s.funcs.last().map_or(s.func.span.end, |f| f.span.end);
+        let d = Diagnostic::new(
+            span,
+            DiagKind::TooManyFunctions {
+                count: funcs.len(),
+                max: at.opts.max_functions,
+            },
+        )
+        .hint("narrow the pattern, or raise the limit with --max-functions N");
+        diags.push(d);
+        return None;
+    }
+    Some((funcs, skipped))
+}
 
+/// A function named exactly: unknown and untraceable names are errors.
+pub(super) fn exact(
+    at: &Lookup,
+    diags: &mut Vec<Diagnostic>,
+    item: &ast::Ident,
+) -> Option<FuncSig> {
+    if at.user {
+        return super::user::function(at.types, diags, item);
+    }
+    let Some(func) = at.types.function(&item.name) else {
+        let names = at.types.function_names();
+        let mut d = Diagnostic::new(
+            item.span.clone(),
+            DiagKind::UnknownFunction {
+                name: item.name.clone(),
+            },
+        );
+        let near = closest(&item.name, names.iter().map(String::as_str));
+        if !near.is_empty() {
+            d = d.hint(format!("did you mean {}?", quote_list(&near)));
+        }
+        d = d.hint("`fslat -l 'PATTERN*'` lists the functions this kernel can trace");
+        diags.push(d);
+        return None;
+    };
+    if let Some(reason) = rule(at.opts).why_not_named(at.types, &func) {
+        diags.push(Diagnostic::new(
+            item.span.clone(),
+            DiagKind::Untraceable {
+                func: func.name.clone(),
+                reason: reason.to_string(),
+            },
+        ));
+        return None;
+    }
+    Some(func)
+}
+
+impl Checker<'_> {
     /// A string compared with `func` must name one of the session's functions, or the
     /// comparison could never hold (`!=`: never fail).
     pub(super) fn traced_function(

@@ -22,7 +22,8 @@ impl Checker<'_> {
             // A user function's entry: its file's DWARF names the arguments, as for
             // `session FILE:FUNC`; the uprobe reads them from the registers.
             self.now.user = Some(self.open_user_file(s)?);
-            let mut sig = self.user_function(&on.name)?;
+            let types = super::functions::Lookup::of(self.input, &self.now).types;
+            let mut sig = super::user::function(types, &mut self.whole.diags, &on.name)?;
             sig.ret = 0;
             (sig, None)
         } else {

@@ -137,7 +137,8 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let several = functions::is_several(s);
-        let (funcs, skipped) = self.functions(s)?;
+        let at = functions::Lookup::of(self.input, &self.now);
+        let (funcs, skipped) = functions::resolve(&at, &mut self.whole.diags, s)?;
         let func = funcs[0].clone();
         let mut per_func = Vec::new();
         let mut ret_slots = Vec::new();

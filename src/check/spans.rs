@@ -239,7 +239,8 @@ impl Checker<'_> {
 
     fn kernel_point(&mut self, name: &ast::Ident, tracepoint: bool) -> Option<FuncSig> {
         if !tracepoint {
-            return self.exact_function(name).map(|mut f| {
+            let at = super::functions::Lookup::of(self.input, &self.now);
+            return super::functions::exact(&at, &mut self.whole.diags, name).map(|mut f| {
                 // A span point is the function's entry: it has no `ret`.
                 f.ret = 0;
                 f

@@ -76,49 +76,6 @@ impl Checker<'_> {
         None
     }
 
-    /// A user-space function named exactly, or an error with the nearest names.
-    pub(super) fn user_function(&mut self, item: &ast::Ident) -> Option<FuncSig> {
-        if let Some(f) = self.types().function(&item.name) {
-            return Some(f);
-        }
-        let names = self.types().function_names();
-        // An overloaded C++ function: each overload is named with its parameters.
-        let overloads: Vec<&str> = names
-            .iter()
-            .map(String::as_str)
-            .filter(|n| {
-                n.strip_prefix(item.name.as_str())
-                    .is_some_and(|r| r.starts_with('('))
-            })
-            .collect();
-        let near = if overloads.is_empty() {
-            closest(&item.name, names.iter().map(String::as_str))
-        } else {
-            overloads
-        };
-        let mut d = Diagnostic::new(
-            item.span.clone(),
-            DiagKind::NoUserFunction {
-                name: item.name.clone(),
-                file: self.types().describe(),
-            },
-        );
-        if near.iter().any(|n| n.contains('(')) {
-            d = d.hint(format!(
-                "`{}` is overloaded: name one in quotes (`\"{}\"`), or all with `{}*`",
-                item.name, near[0], item.name
-            ));
-        } else if !near.is_empty() {
-            d = d.hint(format!("did you mean {}?", quote_list(&near)));
-        }
-        d = d.hint(format!(
-            "`fslat -l '{}:PATTERN*'` lists its functions",
-            self.types().describe()
-        ));
-        self.error_with(d);
-        None
-    }
-
     /// How this kernel runs user-space sessions: as `--mode` says, else the best it has.
     pub(super) fn user_mode(&self) -> Mode {
         let f = self.input.kernel.features();
@@ -129,6 +86,53 @@ impl Checker<'_> {
             None => Mode::Uprobe,
         }
     }
+}
+
+/// A user-space function named exactly, or an error with the nearest names.
+pub(super) fn function(
+    types: &dyn KernelTypes,
+    diags: &mut Vec<Diagnostic>,
+    item: &ast::Ident,
+) -> Option<FuncSig> {
+    if let Some(f) = types.function(&item.name) {
+        return Some(f);
+    }
+    let names = types.function_names();
+    // An overloaded C++ function: each overload is named with its parameters.
+    let overloads: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| {
+            n.strip_prefix(item.name.as_str())
+                .is_some_and(|r| r.starts_with('('))
+        })
+        .collect();
+    let near = if overloads.is_empty() {
+        closest(&item.name, names.iter().map(String::as_str))
+    } else {
+        overloads
+    };
+    let mut d = Diagnostic::new(
+        item.span.clone(),
+        DiagKind::NoUserFunction {
+            name: item.name.clone(),
+            file: types.describe(),
+        },
+    );
+    if near.iter().any(|n| n.contains('(')) {
+        d = d.hint(format!(
+            "`{}` is overloaded: name one in quotes (`\"{}\"`), or all with `{}*`",
+            item.name, near[0], item.name
+        ));
+    } else if !near.is_empty() {
+        d = d.hint(format!("did you mean {}?", quote_list(&near)));
+    }
+    d = d.hint(format!(
+        "`fslat -l '{}:PATTERN*'` lists its functions",
+        types.describe()
+    ));
+    diags.push(d);
+    None
 }
 
 /// Makes what `session`'s return phase reads of the entry a saved entry value: the
