@@ -331,9 +331,10 @@ impl StackTable {
             .symbolizer
             .cache(&blazesym::symbolize::cache::Cache::Process(cache));
         if self.copies.is_some() {
-            // The files' CFI now: they may be replaced or deleted before the stacks print.
+            // The files now (opened; read when a stack needs them): they may be replaced
+            // or deleted before the stacks print.
             for m in &now {
-                self.cfi.get(&m.path);
+                self.cfi.keep(&m.path);
             }
         }
         self.mappings.borrow_mut().insert(tgid, now);
