@@ -212,8 +212,8 @@ pub struct StackTable {
     files: Option<files::Files>,
     /// `--ustack-bytes`: the registers and stack slices the program copied, by key.
     copies: Option<MapHandle>,
-    /// The call-frame information of the files of announced processes, read when they
-    /// were announced.
+    /// The call-frame information of the files of announced processes: opened when they
+    /// were announced, read when a stack first needs it.
     cfi: unwind::CfiCache,
     /// Processes announced lately: when, and how many of `REREAD_AFTER` were done.
     young: RefCell<HashMap<u32, (Instant, usize)>>,
