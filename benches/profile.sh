@@ -11,6 +11,7 @@
 # Each row's warm-up run has the kernel's BPF statistics on (kernel.bpf_stats_enabled):
 # the programs' own runs and time, printed under the table; the timed runs have them off.
 # Run it with benches/run: BENCH_GUEST=benches/profile.sh BENCH_NO_DOC=1 benches/run
+# (BENCH_ROWS=busy or BENCH_ROWS=pingpong runs one of the two parts; both by default)
 # (it needs target/bench/bin with busy, pingpong, harness and workload, the bpftrace root).
 # Markdown report on stdout; progress on stderr.
 set -uo pipefail
@@ -26,6 +27,7 @@ BUSY="$B/busy"
 OFFCPUTIME=${BENCH_OFFCPUTIME:-/usr/sbin/offcputime}
 
 PROF='profile 99hz { count() by ustack, kstack }'
+ROWS=${BENCH_ROWS:-busy pingpong}
 BT_PROF='profile:hz:99 { @[ustack, kstack] = count(); }'
 OFF='offcpu { sum(latency) by kstack }'
 OFF_US='offcpu { sum(latency) by ustack, kstack }'
@@ -51,6 +53,7 @@ for f in "$FSLAT" "$(readlink -f "$(command -v clang)")" "$ROOT/usr/bin/bpftrace
     cat "$f" >/dev/null
 done
 for s in "$PROF" "$OFF" "$OFF_US"; do "$FSLAT" -o /dev/null -d 1 -e "$s" >&2; done # objects into the cache
+"$FSLAT" -o /dev/null -d 1 --ustack-bytes 0 -e "$PROF" >&2
 chroot "$ROOT" bpftrace --version >&2
 "$OFFCPUTIME" --version >&2 || true
 settle
@@ -88,54 +91,65 @@ nones() { # KEY WORKLOAD
 }
 : >"$T/stats"
 
-nones busy_none "$BUSY $M"
-row busy_fslat "$BUSY $M" Tracing TERM "$FSLAT" -o /dev/null -e "$PROF"
-row busy_bt "$BUSY $M" "Attached " INT chroot "$ROOT" bpftrace -e "$BT_PROF"
-nones busy_none2 "$BUSY $M"
-nones pp_none "$PP $P"
-row pp_fslat "$PP $P" Tracing TERM "$FSLAT" -o /dev/null -e "$OFF"
-row pp_fslat_us "$PP $P" Tracing TERM "$FSLAT" -o /dev/null -e "$OFF_US"
-row pp_oct "$PP $P" Attached INT "$T/offcputime-ready"
-nones pp_none2 "$PP $P"
+if [[ " $ROWS " == *" busy "* ]]; then
+    nones busy_none "$BUSY $M"
+    row busy_fslat "$BUSY $M" Tracing TERM "$FSLAT" -o /dev/null -e "$PROF"
+    row busy_fslat_fp "$BUSY $M" Tracing TERM "$FSLAT" -o /dev/null --ustack-bytes 0 -e "$PROF"
+    row busy_bt "$BUSY $M" "Attached " INT chroot "$ROOT" bpftrace -e "$BT_PROF"
+    nones busy_none2 "$BUSY $M"
+fi
+if [[ " $ROWS " == *" pingpong "* ]]; then
+    nones pp_none "$PP $P"
+    row pp_fslat "$PP $P" Tracing TERM "$FSLAT" -o /dev/null -e "$OFF"
+    row pp_fslat_us "$PP $P" Tracing TERM "$FSLAT" -o /dev/null -e "$OFF_US"
+    row pp_oct "$PP $P" Attached INT "$T/offcputime-ready"
+    nones pp_none2 "$PP $P"
+fi
 
 f0() { awk -v x="$1" 'BEGIN { printf "%.0f", x }'; }
 ov() { awk -v a="$1" -v z="$2" 'BEGIN { printf "%.0f", a - z }'; }
 per() { awk -v a="$1" -v z="$2" -v n="$3" 'BEGIN { printf "%.0f", (a - z) / n }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 <= 0) print "–"; else printf "%.2f", a / b }'; }
-# Samples due in the busy run: 99 a second of its untraced time.
-due=$(awk -v t="${PC[busy_none]}" 'BEGIN { printf "%.0f", t / 1e9 * 99 }')
-b_fs=$(ov "${PC[busy_fslat]}" "${PC[busy_none]}")
-b_bt=$(ov "${PC[busy_bt]}" "${PC[busy_none]}")
-switches=$((2 * P))
-o_fs=$(ov "${PC[pp_fslat]}" "${PC[pp_none]}")
-o_us=$(ov "${PC[pp_fslat_us]}" "${PC[pp_none]}")
-o_ct=$(ov "${PC[pp_oct]}" "${PC[pp_none]}")
 echo "### Profiles and off-CPU stretches next to bpftrace and offcputime (issue 44)"
 echo
 echo "Kernel $(uname -r), 1 CPU, $(chroot "$ROOT" bpftrace --version), libbpf-tools"
 echo "$(dpkg-query -W -f '${Version}' libbpf-tools 2>/dev/null) offcputime; median of $REPS runs, guest ns under -icount."
 echo
-echo "A busy thread (\`busy $M\`: $M million rounds in hot() <- work() <- main; untraced"
-echo "$(ms "${PC[busy_none]}") ms, $(ms "${PC[busy_none2]}") ms after the traced runs; about $due samples due at 99 Hz):"
-echo
-echo "| tracer | run (ms) | overhead (µs) | per sample due (ns) |"
-echo "|---|---:|---:|---:|"
-echo "| fslat \`$PROF\` | $(ms "${PC[busy_fslat]}") | $(per "$b_fs" 0 1000) | $(per "${PC[busy_fslat]}" "${PC[busy_none]}" "$due") |"
-echo "| bpftrace \`$BT_PROF\` | $(ms "${PC[busy_bt]}") | $(per "$b_bt" 0 1000) | $(per "${PC[busy_bt]}" "${PC[busy_none]}" "$due") |"
-echo
-echo "fslat / bpftrace overhead: $(ratio "$b_fs" "$b_bt")× (target ≤ 0.8×)."
-echo
-echo "Context switches (\`pingpong $P\`: $switches switches; untraced $(ms "${PC[pp_none]}") ms,"
-echo "$(ms "${PC[pp_none2]}") ms after the traced runs):"
-echo
-echo "| tracer | run (ms) | overhead per switch (ns) |"
-echo "|---|---:|---:|"
-echo "| fslat \`$OFF\` | $(ms "${PC[pp_fslat]}") | $(per "$o_fs" 0 "$switches") |"
-echo "| fslat \`$OFF_US\` | $(ms "${PC[pp_fslat_us]}") | $(per "$o_us" 0 "$switches") |"
-echo "| libbpf-tools \`offcputime\` (user and kernel stacks) | $(ms "${PC[pp_oct]}") | $(per "$o_ct" 0 "$switches") |"
-echo
-echo "fslat \`by kstack\` / offcputime overhead: $(ratio "$o_fs" "$o_ct")× (target ≤ 1.0×); \`by ustack, kstack\`: $(ratio "$o_us" "$o_ct")×."
-echo
+if [[ -n ${PC[busy_none]:-} ]]; then
+    # Samples due in the busy run: 99 a second of its untraced time.
+    due=$(awk -v t="${PC[busy_none]}" 'BEGIN { printf "%.0f", t / 1e9 * 99 }')
+    b_fs=$(ov "${PC[busy_fslat]}" "${PC[busy_none]}")
+    b_fp=$(ov "${PC[busy_fslat_fp]}" "${PC[busy_none]}")
+    b_bt=$(ov "${PC[busy_bt]}" "${PC[busy_none]}")
+    echo "A busy thread (\`busy $M\`: $M million rounds in hot() <- work() <- main; untraced"
+    echo "$(ms "${PC[busy_none]}") ms, $(ms "${PC[busy_none2]}") ms after the traced runs; about $due samples due at 99 Hz):"
+    echo
+    echo "| tracer | run (ms) | overhead (µs) | per sample due (ns) |"
+    echo "|---|---:|---:|---:|"
+    echo "| fslat \`$PROF\` | $(ms "${PC[busy_fslat]}") | $(per "$b_fs" 0 1000) | $(per "${PC[busy_fslat]}" "${PC[busy_none]}" "$due") |"
+    echo "| fslat \`--ustack-bytes 0\` (frame pointers) | $(ms "${PC[busy_fslat_fp]}") | $(per "$b_fp" 0 1000) | $(per "${PC[busy_fslat_fp]}" "${PC[busy_none]}" "$due") |"
+    echo "| bpftrace \`$BT_PROF\` | $(ms "${PC[busy_bt]}") | $(per "$b_bt" 0 1000) | $(per "${PC[busy_bt]}" "${PC[busy_none]}" "$due") |"
+    echo
+    echo "fslat / bpftrace overhead: $(ratio "$b_fs" "$b_bt")× (target ≤ 0.8×); with \`--ustack-bytes 0\`: $(ratio "$b_fp" "$b_bt")×."
+    echo
+fi
+if [[ -n ${PC[pp_none]:-} ]]; then
+    switches=$((2 * P))
+    o_fs=$(ov "${PC[pp_fslat]}" "${PC[pp_none]}")
+    o_us=$(ov "${PC[pp_fslat_us]}" "${PC[pp_none]}")
+    o_ct=$(ov "${PC[pp_oct]}" "${PC[pp_none]}")
+    echo "Context switches (\`pingpong $P\`: $switches switches; untraced $(ms "${PC[pp_none]}") ms,"
+    echo "$(ms "${PC[pp_none2]}") ms after the traced runs):"
+    echo
+    echo "| tracer | run (ms) | overhead per switch (ns) |"
+    echo "|---|---:|---:|"
+    echo "| fslat \`$OFF\` | $(ms "${PC[pp_fslat]}") | $(per "$o_fs" 0 "$switches") |"
+    echo "| fslat \`$OFF_US\` | $(ms "${PC[pp_fslat_us]}") | $(per "$o_us" 0 "$switches") |"
+    echo "| libbpf-tools \`offcputime\` (user and kernel stacks) | $(ms "${PC[pp_oct]}") | $(per "$o_ct" 0 "$switches") |"
+    echo
+    echo "fslat \`by kstack\` / offcputime overhead: $(ratio "$o_fs" "$o_ct")× (target ≤ 1.0×); \`by ustack, kstack\`: $(ratio "$o_us" "$o_ct")×."
+    echo
+fi
 echo "The programs in each row's warm-up run (kernel.bpf_stats_enabled; run time includes the helpers):"
 echo
 echo '```'

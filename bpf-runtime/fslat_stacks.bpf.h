@@ -529,7 +529,9 @@ static __always_inline __u64 fslat_ustackid_as(void *ctx, void *ring, __u64 *los
 #endif
 #endif
 	__u8 one = 1;
-	if (id < 0 || bpf_map_update_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid, &one, BPF_NOEXIST))
+	/* A lookup first: an insert of a key already there takes the bucket's lock. */
+	if (id < 0 || bpf_map_lookup_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid) ||
+	    bpf_map_update_elem(&FSLAT_USTACK_TGIDS_MAP, &tgid, &one, BPF_NOEXIST))
 		return packed;
 	struct fslat_announce *a = bpf_ringbuf_reserve(ring, sizeof(*a), 0);
 	if (!a) {

@@ -2179,3 +2179,17 @@ fn a_user_space_session_cannot_go_into_a_bundle() {
     );
     assert!(!out_path.exists());
 }
+
+/// docs/performance.md is the benchmark's head, its latest results and benches/doc-notes.md
+/// (benches/run writes it so): notes added to the doc alone would be lost at the next run.
+#[test]
+fn performance_doc_ends_with_the_bench_notes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).expect(p);
+    let doc = read("docs/performance.md");
+    let notes = read("benches/doc-notes.md");
+    assert!(
+        doc.trim_end().ends_with(notes.trim_end()),
+        "docs/performance.md does not end with benches/doc-notes.md: edit both alike"
+    );
+}

@@ -212,8 +212,8 @@ pub struct StackTable {
     files: Option<files::Files>,
     /// `--ustack-bytes`: the registers and stack slices the program copied, by key.
     copies: Option<MapHandle>,
-    /// The call-frame information of the files of announced processes, read when they
-    /// were announced.
+    /// The call-frame information of the files of announced processes: opened when they
+    /// were announced, read when a stack first needs it.
     cfi: unwind::CfiCache,
     /// Processes announced lately: when, and how many of `REREAD_AFTER` were done.
     young: RefCell<HashMap<u32, (Instant, usize)>>,
@@ -331,9 +331,10 @@ impl StackTable {
             .symbolizer
             .cache(&blazesym::symbolize::cache::Cache::Process(cache));
         if self.copies.is_some() {
-            // The files' CFI now: they may be replaced or deleted before the stacks print.
+            // The files now (opened; read when a stack needs them): they may be replaced
+            // or deleted before the stacks print.
             for m in &now {
-                self.cfi.get(&m.path);
+                self.cfi.keep(&m.path);
             }
         }
         self.mappings.borrow_mut().insert(tgid, now);

@@ -111,6 +111,14 @@ impl FileCfi {
         Self::parse(&data)
     }
 
+    /// The CFI of an ELF file opened before (and not read from since).
+    pub fn from_file(file: &mut std::fs::File) -> Option<FileCfi> {
+        use std::io::Read;
+        let mut data = Vec::new();
+        file.read_to_end(&mut data).ok()?;
+        Self::parse(&data)
+    }
+
     pub fn parse(data: &[u8]) -> Option<FileCfi> {
         let file = object::File::parse(data).ok()?;
         let section = |name: &str| {
@@ -330,22 +338,62 @@ pub fn unwind(space: &dyn Space, regs: Regs, stack: &[u8]) -> Unwound {
     Unwound { addrs, end }
 }
 
-/// Files' CFI by path, read once each.
+/// Files' CFI by path, read once each, when a stack first needs it. A file named at an
+/// announcement is only opened then (`keep`): reading and indexing a large file's CFI
+/// there (fslat's own 13 MB, libLLVM's) would take the CPU from the traced threads while
+/// they run; the open file still reads as it was if the path is replaced or deleted
+/// before the stacks print.
 #[derive(Default)]
 pub struct CfiCache {
-    files: RefCell<HashMap<String, Option<Rc<FileCfi>>>>,
+    files: RefCell<HashMap<String, Slot>>,
+    /// How many `Slot::Open` there are.
+    open: std::cell::Cell<usize>,
 }
+
+enum Slot {
+    /// Opened by `keep`, not read yet.
+    Open(std::fs::File),
+    /// Read (`None`: unreadable, or no CFI).
+    Read(Option<Rc<FileCfi>>),
+}
+
+/// The most files kept open unread; past it `keep` reads a file at once (as `get` does),
+/// so fslat stays well below its descriptor limit.
+const MAX_OPEN: usize = 256;
 
 impl CfiCache {
     pub fn get(&self, path: &str) -> Option<Rc<FileCfi>> {
-        if let Some(f) = self.files.borrow().get(path) {
-            return f.clone();
+        let mut files = self.files.borrow_mut();
+        let cfi = match files.get_mut(path) {
+            Some(Slot::Read(f)) => return f.clone(),
+            Some(Slot::Open(file)) => {
+                self.open.set(self.open.get() - 1);
+                FileCfi::from_file(file)
+            }
+            None => FileCfi::read(Path::new(path)),
         }
-        let cfi = FileCfi::read(Path::new(path)).map(Rc::new);
-        self.files
-            .borrow_mut()
-            .insert(path.to_string(), cfi.clone());
+        .map(Rc::new);
+        files.insert(path.to_string(), Slot::Read(cfi.clone()));
         cfi
+    }
+
+    /// Holds the file at `path` for a later `get`: opened now, read when first needed.
+    pub fn keep(&self, path: &str) {
+        if self.files.borrow().contains_key(path) {
+            return;
+        }
+        if self.open.get() >= MAX_OPEN {
+            self.get(path);
+            return;
+        }
+        let slot = match std::fs::File::open(path) {
+            Ok(file) => {
+                self.open.set(self.open.get() + 1);
+                Slot::Open(file)
+            }
+            Err(_) => Slot::Read(None),
+        };
+        self.files.borrow_mut().insert(path.to_string(), slot);
     }
 }
 
@@ -454,6 +502,24 @@ mod tests {
             .into_iter()
             .map(|f| f.symbol.unwrap_or_default())
             .collect()
+    }
+
+    #[test]
+    fn a_kept_file_is_read_after_its_path_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = CfiCache::default();
+        let [kept, lost] = ["kept", "lost"].map(|n| {
+            let p = dir.path().join(n);
+            std::fs::copy("/proc/self/exe", &p).unwrap();
+            p.to_str().unwrap().to_string()
+        });
+        cache.keep(&kept);
+        for p in [&kept, &lost] {
+            std::fs::remove_file(p).unwrap();
+        }
+        let cfi = cache.get(&kept).expect("the kept file's CFI");
+        assert!(!cfi.fdes.is_empty());
+        assert!(cache.get(&lost).is_none());
     }
 
     #[test]
