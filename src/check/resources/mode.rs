@@ -42,11 +42,17 @@ pub enum Mode {
     /// fraction of its price; `errors` is not known (docs/language.md, "Counters and the
     /// summary").
     KprobeEntry,
+    /// A kernel session that needs its return but nothing of its entry (no parameter, no
+    /// entry time, no `entry()`: `where ret < 0 { count() }`) in kprobe-session mode: one
+    /// kretprobe_multi program at return, for all its functions (Linux 5.18). Exact as the
+    /// session is (the fprobe's return handler runs it with preemption off), without the
+    /// session's program run at entry.
+    KprobeReturn,
 }
 
 impl Mode {
     /// Every mode, in one list: what builds objects for each mode walks it.
-    pub const ALL: [Mode; 10] = [
+    pub const ALL: [Mode; 11] = [
         Mode::Fsession,
         Mode::Fentry,
         Mode::FsessionMulti,
@@ -57,6 +63,7 @@ impl Mode {
         Mode::Uprobe,
         Mode::KprobeSession,
         Mode::KprobeEntry,
+        Mode::KprobeReturn,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +78,7 @@ impl Mode {
             Mode::UprobeMulti | Mode::Uprobe => "uprobe",
             Mode::KprobeSession => "kprobe-session",
             Mode::KprobeEntry => "kprobe",
+            Mode::KprobeReturn => "kretprobe",
         }
     }
 
@@ -78,7 +86,16 @@ impl Mode {
     /// the return value are read from registers, and what the return phase needs of the
     /// arguments is saved at entry.
     pub fn reads_registers(self) -> bool {
-        self.is_user() || matches!(self, Mode::KprobeSession | Mode::KprobeEntry)
+        self.is_user() || self.is_kprobe()
+    }
+
+    /// Whether its program is a kprobe_multi one (a session, at entry or at return),
+    /// attached to all its session's functions through one kprobe_multi link.
+    pub fn is_kprobe(self) -> bool {
+        matches!(
+            self,
+            Mode::KprobeSession | Mode::KprobeEntry | Mode::KprobeReturn
+        )
     }
 
     /// Whether its programs run at the functions' entry only, where the return value is
@@ -151,8 +168,8 @@ impl Mode {
         }
         let multi = self == Mode::FsessionMulti && s.several;
         match self {
-            // Return-only sessions stay kprobe sessions: an fexit trampoline would skip
-            // calls as fsession does.
+            // Return-only sessions stay kprobes (a session, or a kretprobe): an fexit
+            // trampoline would skip calls as fsession does.
             // A kprobe reads arguments from registers: one passed on the stack needs
             // the trampoline, which has them all.
             Mode::KprobeSession if s.reads_stack_argument() => Mode::Fentry,
@@ -160,6 +177,12 @@ impl Mode {
             // exact too (its handler runs with preemption off), one program run and no
             // return hook (docs/performance.md, "The default's price on 7.2").
             Mode::KprobeSession if !s.needs_entry() && !s.needs_return() => Mode::KprobeEntry,
+            // Nothing needs the entry, and no parameter is read (at return a kprobe has
+            // only the return register): a kretprobe alone, exact too (the fprobe's
+            // return handler runs it with preemption off), one program run a call.
+            Mode::KprobeSession if !s.needs_entry() && s.params_read().is_empty() => {
+                Mode::KprobeReturn
+            }
             Mode::KprobeSession => Mode::KprobeSession,
             _ if !s.needs_entry() && multi => Mode::FexitMulti,
             _ if !s.needs_entry() => Mode::Fexit,
