@@ -191,8 +191,7 @@ fn phases_data(
     let multi = multi_data.is_some() && !shared;
     let shape = ProgShape::of(mode, &target.func);
     let entry_only = mode.entry_only();
-    let exit_only =
-        entry_only || matches!(mode, Mode::Fexit | Mode::FexitMulti | Mode::KprobeReturn);
+    let exit_only = entry_only || mode.return_only();
     let fsession = shape.pair.is_none() && !exit_only;
     let role = if multi {
         ProgRole::Multi

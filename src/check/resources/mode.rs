@@ -104,6 +104,12 @@ impl Mode {
         self == Mode::KprobeEntry
     }
 
+    /// Whether its one program runs at the functions' return only (fexit, fexit-multi,
+    /// a kretprobe): the entry filter runs there.
+    pub fn return_only(self) -> bool {
+        matches!(self, Mode::Fexit | Mode::FexitMulti | Mode::KprobeReturn)
+    }
+
     /// Whether this is how user-space sessions run.
     pub fn is_user(self) -> bool {
         matches!(self, Mode::UprobeSession | Mode::UprobeMulti | Mode::Uprobe)
