@@ -65,9 +65,19 @@ bt_of() { # KEY: bpftrace's script of row KEY
     local i
     for ((i = 0; i < ${#ROWS[@]}; i += 4)); do [[ ${ROWS[i]} == "$1" ]] && echo "${ROWS[i + 2]}"; done
 }
-# The bt_* rows only when BENCH_ROWS names them.
+# The exact floors (issue 42): for a row, the shortest hand-written program on a kprobe
+# path of Linux 7.2 (exact: its handler runs with preemption off), benches/c/kfloor.bpf.c,
+# loaded by kloader. KEY, the program, the row it is the floor of.
+FLOORS=(
+    c_kcount c_kcount count
+    c_kcomm c_kcomm count_comm
+    c_ksum c_ksum sum_comm
+    c_kret_lt0 c_kret_lt0 ret_lt0
+    c_ksession_slow c_ksession_slow slow
+)
+# The bt_* and c_* rows only when BENCH_ROWS names them.
 want_row() {
-    if [[ $1 == bt_* ]]; then [[ " ${BENCH_ROWS:-} " == *" $1 "* ]]; else [[ -z ${BENCH_ROWS:-} || " $BENCH_ROWS " == *" $1 "* ]]; fi
+    if [[ $1 == bt_* || $1 == c_* ]]; then [[ " ${BENCH_ROWS:-} " == *" $1 "* ]]; else [[ -z ${BENCH_ROWS:-} || " $BENCH_ROWS " == *" $1 "* ]]; fi
 }
 
 chroot_ready=false
@@ -122,6 +132,14 @@ if want_row slow; then
     percall slow.cfs Attached TERM "" "$B/loader" "$B/fsession_latency.bpf.o" -t 10000000000
     percall slow.cfe Attached TERM "" "$B/loader" "$B/fentry_latency.bpf.o" -t 10000000000
 fi
+
+for ((i = 0; i < ${#FLOORS[@]}; i += 3)); do
+    key=${FLOORS[i]}
+    want_row "$key" || continue
+    none
+    log "$key: the exact floor (kloader ${FLOORS[i + 1]})"
+    percall "$key" Attached INT "" "$B/kloader" "$B/kfloor.bpf.o" "${FLOORS[i + 1]}"
+done
 
 none
 PC[none]=$(for r in $(seq "$nones"); do get ns_per_call "$T/none.$r.h"; done | median)
@@ -183,6 +201,18 @@ if want_row slow; then
     for mode in $MODES; do
         echo "fslat $mode $(ov "slow.$mode") ($(rat "$(ov "slow.$mode")" "$(ov slow.cfs)") the C fsession tool, $(rat "$(ov "slow.$mode")" "$(ov slow.cfe)") the C fentry/fexit tool)."
     done
+fi
+floors=""
+for ((i = 0; i < ${#FLOORS[@]}; i += 3)); do
+    want_row "${FLOORS[i]}" && floors+="| \`${FLOORS[i + 1]}\` | ${FLOORS[i + 2]} | $(ov "${FLOORS[i]}") |"$'\n'
+done
+if [[ -n $floors ]]; then
+    echo
+    echo "The exact floors (benches/c/kfloor.bpf.c: the shortest program on a kprobe path, guest-ns overhead per call):"
+    echo
+    echo "| program | floor of row | overhead |"
+    echo "|---|---|---:|"
+    printf '%s' "$floors"
 fi
 if want_row start; then
     echo

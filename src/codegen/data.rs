@@ -247,6 +247,9 @@ pub(super) struct SessionData {
     pub(super) exit_only: bool,
     /// That one program runs at entry (`Mode::KprobeEntry`).
     pub(super) entry_only: bool,
+    /// That one program is a kretprobe at return (`Mode::KprobeReturn`): no parameter
+    /// is read there.
+    pub(super) return_probe: bool,
     /// The per-CPU scratch map of this session's program (or fentry/fexit pair), and
     /// its bytes per slot (0: it has none).
     pub(super) scratch_map: String,

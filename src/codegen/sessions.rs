@@ -58,7 +58,8 @@ fn of_session(s: &Session, mode: Mode) -> Vec<SessionData> {
         | Mode::UprobeSession
         | Mode::UprobeMulti
         | Mode::KprobeSession
-        | Mode::KprobeEntry) => {
+        | Mode::KprobeEntry
+        | Mode::KprobeReturn) => {
             vec![multi_session_data(s, m, false)]
         }
         m => s
@@ -150,6 +151,7 @@ fn multi_session_data(s: &Session, mode: Mode, shared: bool) -> SessionData {
             Mode::UprobeSession => "a uprobe_multi link in session mode",
             Mode::KprobeSession => "a kprobe_multi link in session mode",
             Mode::KprobeEntry => "a kprobe_multi link",
+            Mode::KprobeReturn => "a kprobe_multi link at return",
             _ => "a uprobe_multi link for each program",
         },
         tables,
@@ -189,7 +191,7 @@ fn phases_data(
     let multi = multi_data.is_some() && !shared;
     let shape = ProgShape::of(mode, &target.func);
     let entry_only = mode.entry_only();
-    let exit_only = entry_only || matches!(mode, Mode::Fexit | Mode::FexitMulti);
+    let exit_only = entry_only || mode.return_only();
     let fsession = shape.pair.is_none() && !exit_only;
     let role = if multi {
         ProgRole::Multi
@@ -283,6 +285,7 @@ fn phases_data(
         multi: multi_data,
         exit_only,
         entry_only,
+        return_probe: mode == Mode::KprobeReturn,
         scratch_map,
         scratch: entry.scratch_used().max(ret.scratch_used()),
         scratch_over: over_scratch([("at entry", &entry), ("at return", &ret)]),

@@ -121,6 +121,7 @@ impl ProgShape {
                 // libbpf would attach it by a pattern; the runtime attaches it by names.
                 Mode::KprobeSession => "kprobe.session".into(),
                 Mode::KprobeEntry => "kprobe.multi".into(),
+                Mode::KprobeReturn => "kretprobe.multi".into(),
                 _ => "uprobe.session".into(),
             },
             ctx_decl: if regs { USER_CTX } else { KERNEL_CTX },

@@ -217,9 +217,11 @@ fn keyless_zero_start_aggregations_are_per_cpu_arrays() {
 fn kprobe_sessions_read_registers_and_compile() {
     let script = "session vfs_read where count > 0 { emit count, ret, latency; count() by count }\nsession vfs_read, vfs_write where func != \"vfs_write\" { emit func, ret; count() by func }\nsession vfs_read { count() }";
     let c = c_of(script, Mode::KprobeSession);
-    assert_eq!(c.matches("SEC(\"kprobe.session\")").count(), 2, "{c}");
-    // `count()` needs neither end: one kprobe_multi program at entry.
+    assert_eq!(c.matches("SEC(\"kprobe.session\")").count(), 1, "{c}");
+    // `count()` needs neither end: one kprobe_multi program at entry; the second session
+    // reads nothing of the entry but `ret`: one kretprobe_multi program at return.
     assert_eq!(c.matches("SEC(\"kprobe.multi\")").count(), 1, "{c}");
+    assert_eq!(c.matches("SEC(\"kretprobe.multi\")").count(), 1, "{c}");
     // `count` is the third argument: rdx, read at entry only.
     assert_eq!(
         c.matches("__u64 fslat_arg2 = (__u64)((struct fslat_regs *)ctx)->dx;")
@@ -289,10 +291,9 @@ fn kprobe_entry_only_where_nothing_needs_the_return() {
         "{c}"
     );
     let sessions = [
-        "session vfs_read where ret < 0 { count() }",
+        "session vfs_read where count > 0 { count() by ret }",
         "session vfs_read { count() by comm; hist(latency) }",
         "session vfs_read { sum(file->f_pos) }",
-        "session vfs_read { count() by kstack }",
     ];
     for script in sessions {
         let c = c_of(script, mode);
@@ -308,7 +309,8 @@ fn kprobe_entry_only_where_nothing_needs_the_return() {
         ..Default::default()
     };
     let (program, c) = crate::compile_with(entry_only[0], &Fixture::new(), mode, opts).unwrap();
-    assert_eq!(mode.of_session(&program.sessions[0]), Mode::KprobeSession);
+    // `-v` needs the return for `errors` alone: a kretprobe (nothing needs the entry).
+    assert_eq!(mode.of_session(&program.sessions[0]), Mode::KprobeReturn);
     assert!(c.contains("->errors"), "{c}");
     // The same sessions elsewhere are untouched: fexit on the trampolines.
     let program = crate::compile(entry_only[0], &Fixture::new(), Mode::Fentry)
@@ -319,6 +321,58 @@ fn kprobe_entry_only_where_nothing_needs_the_return() {
     let compiler = crate::build::Compiler::new(clang, false).unwrap();
     let all = entry_only.join("\n");
     let c = c_of(&all, mode);
+    if let Err(e) = compiler.compile(&c) {
+        panic!("{e}\n{c}");
+    }
+}
+
+/// kprobe-session mode, a session that needs the return but nothing of the entry (no
+/// parameter, no entry time, no `entry()`): one `kretprobe.multi` program at return for
+/// all its functions, `ret` from its register, `errors` counted, no session cookie and
+/// no call stack. One that reads a parameter stays a session (a kretprobe has only the
+/// return register). clang accepts it.
+#[test]
+fn kretprobe_where_nothing_needs_the_entry() {
+    let mode = Mode::KprobeSession;
+    let return_only = [
+        "session vfs_read where ret < 0 { count() }",
+        "session vfs_read, vfs_write where comm == \"x\" { count() by func, ret }",
+        "session vfs_read { count() by kstack }",
+    ];
+    for script in return_only {
+        let c = c_of(script, mode);
+        assert_eq!(
+            c.matches("SEC(\"kretprobe.multi\")").count(),
+            1,
+            "{script}\n{c}"
+        );
+        assert!(!c.contains("kprobe.session"), "{script}\n{c}");
+        assert!(!c.contains("fslat_cookie"), "{script}\n{c}");
+        assert!(!c.contains("fslat_enter("), "{script}\n{c}");
+        assert!(c.contains("->errors"), "{script}\n{c}");
+        assert!(
+            c.contains("((struct fslat_regs *)ctx)->ax"),
+            "{script}\n{c}"
+        );
+        let program = crate::compile(script, &Fixture::new(), mode).unwrap().0;
+        assert_eq!(mode.of_session(&program.sessions[0]), Mode::KprobeReturn);
+        assert_eq!(mode.of_session(&program.sessions[0]).name(), "kretprobe");
+    }
+    for script in [
+        "session vfs_read where count > 0 { count() by ret }",
+        "session vfs_read where ret < 0 { hist(latency) }",
+    ] {
+        let program = crate::compile(script, &Fixture::new(), mode).unwrap().0;
+        assert_eq!(mode.of_session(&program.sessions[0]), Mode::KprobeSession);
+    }
+    // Elsewhere the same sessions run on an fexit trampoline.
+    let program = crate::compile(return_only[0], &Fixture::new(), Mode::Fentry)
+        .unwrap()
+        .0;
+    assert_eq!(Mode::Fentry.of_session(&program.sessions[0]), Mode::Fexit);
+    let clang = crate::build::find_clang(None).expect("clang");
+    let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    let c = c_of(&return_only.join("\n"), mode);
     if let Err(e) = compiler.compile(&c) {
         panic!("{e}\n{c}");
     }

@@ -10,6 +10,7 @@ use super::user;
 use super::{Settings, present};
 use crate::check::program::Program;
 use crate::check::resources::{self, Mode, ProgRole};
+use crate::sys::bpf::KprobeAt;
 use crate::sys::load::Record;
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
@@ -24,20 +25,30 @@ pub(super) struct Links {
     pub profiles: super::profile::Profiles,
 }
 
-/// A kprobe-session session's (or an entry-only one's) program, on its functions.
+/// A kprobe-session session's (or an entry-only or return-only one's) program, on its
+/// functions.
 fn attach_kprobes(
     prog: &libbpf_rs::ProgramMut,
     s: &crate::check::program::Session,
     settings: &Settings,
 ) -> Result<libbpf_rs::Link, RuntimeError> {
     let (funcs, cookies) = present(s, settings);
-    let session = settings.mode.of_session(s) == Mode::KprobeSession;
-    crate::sys::bpf::attach_kprobes(prog, &funcs, &cookies, session).map_err(|e| {
+    let at = kprobe_at(settings.mode.of_session(s));
+    crate::sys::bpf::attach_kprobes(prog, &funcs, &cookies, at).map_err(|e| {
         RuntimeError::KprobeAttach {
             session: s.label.clone(),
             reason: e.to_string(),
         }
     })
+}
+
+/// Where a kprobe mode's program runs on its kprobe_multi link.
+pub(super) fn kprobe_at(mode: Mode) -> KprobeAt {
+    match mode {
+        Mode::KprobeSession => KprobeAt::Session,
+        Mode::KprobeReturn => KprobeAt::Return,
+        _ => KprobeAt::Entry,
+    }
 }
 
 /// Attaches the programs of `obj`, loaded by libbpf: `plans` are the multi-attach
@@ -99,12 +110,7 @@ pub(super) fn attach(
             if let Some(s) = found
                 .filter(|p| p.role == ProgRole::Multi)
                 .and_then(|p| program.sessions.get(p.session))
-                .filter(|s| {
-                    matches!(
-                        settings.mode.of_session(s),
-                        Mode::KprobeSession | Mode::KprobeEntry
-                    )
-                })
+                .filter(|s| settings.mode.of_session(s).is_kprobe())
             {
                 links.push(attach_kprobes(&prog, s, settings)?);
                 continue;

@@ -12,7 +12,7 @@ use super::replay;
 use super::shared::{self, Body, Copy};
 use super::{RuntimeError, Settings, present, present_targets};
 use crate::check::program::Program;
-use crate::check::resources::{self, Mode, ProgRole};
+use crate::check::resources::{self, ProgRole};
 use libbpf_rs::{ObjectBuilder, OpenObject};
 use std::collections::HashMap;
 
@@ -203,12 +203,7 @@ fn prepare(
         if let Some(s) = found
             .filter(|p| p.role == ProgRole::Multi && !user)
             .and_then(|p| program.sessions.get(p.session))
-            .filter(|s| {
-                !matches!(
-                    settings.mode.of_session(s),
-                    Mode::KprobeSession | Mode::KprobeEntry
-                )
-            })
+            .filter(|s| !settings.mode.of_session(s).is_kprobe())
         {
             let failed = |reason: String| RuntimeError::MultiAttach {
                 session: s.label.clone(),

@@ -89,7 +89,15 @@ pub fn load(rec: &Record, program: &Program, settings: &Settings) -> Result<Repl
             let link = match prog.role {
                 ProgRole::Multi => {
                     let (funcs, cookies) = present(s, settings);
-                    crate::sys::load::attach_kprobes(p.fd.as_fd(), p.attach_type, &funcs, &cookies)
+                    let at_return = super::attach::kprobe_at(settings.mode.of_session(s))
+                        == crate::sys::bpf::KprobeAt::Return;
+                    crate::sys::load::attach_kprobes(
+                        p.fd.as_fd(),
+                        p.attach_type,
+                        &funcs,
+                        &cookies,
+                        at_return,
+                    )
                 }
                 _ => crate::sys::bpf::link_tracing(&p.fd, p.attach_type),
             }

@@ -273,15 +273,25 @@ pub fn small_map() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Where a kprobe_multi link runs its program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KprobeAt {
+    /// At entry and return (`SEC("kprobe.session")`, the link in session mode).
+    Session,
+    /// At entry only (`SEC("kprobe.multi")`).
+    Entry,
+    /// At return only (`SEC("kretprobe.multi")`, `BPF_F_KPROBE_MULTI_RETURN`).
+    Return,
+}
+
 /// Attaches the kprobe program `prog` to the kernel functions `symbols` through one
 /// kprobe_multi link, function `symbols[i]` with cookie `cookies[i]`
-/// (`bpf_get_attach_cookie`): in session mode (`session`, `SEC("kprobe.session")`, entry
-/// and return) or at entry only (`SEC("kprobe.multi")`).
+/// (`bpf_get_attach_cookie`), where `at` says.
 pub fn attach_kprobes(
     prog: &ProgramMut<'_>,
     symbols: &[String],
     cookies: &[u64],
-    session: bool,
+    at: KprobeAt,
 ) -> io::Result<Link> {
     assert_eq!(symbols.len(), cookies.len(), "one cookie per function");
     let names: Vec<CString> = symbols
@@ -294,7 +304,8 @@ pub fn attach_kprobes(
         syms: ptrs.as_mut_ptr(),
         cookies: cookies.as_ptr(),
         cnt: symbols.len() as _,
-        session,
+        session: at == KprobeAt::Session,
+        retprobe: at == KprobeAt::Return,
         ..Default::default()
     };
     // SAFETY: `prog` is a loaded program; `opts` and the arrays it points to (the names,

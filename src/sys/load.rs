@@ -573,12 +573,14 @@ pub fn make(
 }
 
 /// A kprobe_multi link for `prog` on the functions `symbols`: in session mode when
-/// `attach_type` is `BPF_TRACE_KPROBE_SESSION`, at entry for `BPF_TRACE_KPROBE_MULTI`.
+/// `attach_type` is `BPF_TRACE_KPROBE_SESSION`, for `BPF_TRACE_KPROBE_MULTI` at entry, or
+/// at return when `at_return` (`BPF_F_KPROBE_MULTI_RETURN`).
 pub fn attach_kprobes(
     prog: BorrowedFd,
     attach_type: u32,
     symbols: &[String],
     cookies: &[u64],
+    at_return: bool,
 ) -> std::io::Result<OwnedFd> {
     let names: Vec<CString> = symbols
         .iter()
@@ -592,6 +594,9 @@ pub fn attach_kprobes(
     opts.__bindgen_anon_1.kprobe_multi.syms = ptrs.as_ptr().cast_mut();
     opts.__bindgen_anon_1.kprobe_multi.cookies = cookies.as_ptr();
     opts.__bindgen_anon_1.kprobe_multi.cnt = symbols.len() as u32;
+    if at_return {
+        opts.__bindgen_anon_1.kprobe_multi.flags = libbpf_sys::BPF_F_KPROBE_MULTI_RETURN;
+    }
     // SAFETY: a loaded program; the arrays outlive the call, which only reads them.
     let fd = unsafe { libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, attach_type, &opts) };
     if fd < 0 {

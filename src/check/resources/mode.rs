@@ -42,11 +42,17 @@ pub enum Mode {
     /// fraction of its price; `errors` is not known (docs/language.md, "Counters and the
     /// summary").
     KprobeEntry,
+    /// A kernel session that needs its return but nothing of its entry (no parameter, no
+    /// entry time, no `entry()`: `where ret < 0 { count() }`) in kprobe-session mode: one
+    /// kretprobe_multi program at return, for all its functions (Linux 5.18). Exact as the
+    /// session is (the fprobe's return handler runs it with preemption off), without the
+    /// session's program run at entry.
+    KprobeReturn,
 }
 
 impl Mode {
     /// Every mode, in one list: what builds objects for each mode walks it.
-    pub const ALL: [Mode; 10] = [
+    pub const ALL: [Mode; 11] = [
         Mode::Fsession,
         Mode::Fentry,
         Mode::FsessionMulti,
@@ -57,6 +63,7 @@ impl Mode {
         Mode::Uprobe,
         Mode::KprobeSession,
         Mode::KprobeEntry,
+        Mode::KprobeReturn,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +78,7 @@ impl Mode {
             Mode::UprobeMulti | Mode::Uprobe => "uprobe",
             Mode::KprobeSession => "kprobe-session",
             Mode::KprobeEntry => "kprobe",
+            Mode::KprobeReturn => "kretprobe",
         }
     }
 
@@ -78,13 +86,28 @@ impl Mode {
     /// the return value are read from registers, and what the return phase needs of the
     /// arguments is saved at entry.
     pub fn reads_registers(self) -> bool {
-        self.is_user() || matches!(self, Mode::KprobeSession | Mode::KprobeEntry)
+        self.is_user() || self.is_kprobe()
+    }
+
+    /// Whether its program is a kprobe_multi one (a session, at entry or at return),
+    /// attached to all its session's functions through one kprobe_multi link.
+    pub fn is_kprobe(self) -> bool {
+        matches!(
+            self,
+            Mode::KprobeSession | Mode::KprobeEntry | Mode::KprobeReturn
+        )
     }
 
     /// Whether its programs run at the functions' entry only, where the return value is
     /// not known (`errors` cannot be counted).
     pub fn entry_only(self) -> bool {
         self == Mode::KprobeEntry
+    }
+
+    /// Whether its one program runs at the functions' return only (fexit, fexit-multi,
+    /// a kretprobe): the entry filter runs there.
+    pub fn return_only(self) -> bool {
+        matches!(self, Mode::Fexit | Mode::FexitMulti | Mode::KprobeReturn)
     }
 
     /// Whether this is how user-space sessions run.

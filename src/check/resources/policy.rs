@@ -64,8 +64,8 @@ impl Mode {
         }
         let multi = self == Mode::FsessionMulti && s.several;
         match self {
-            // Return-only sessions stay kprobe sessions: an fexit trampoline would skip
-            // calls as fsession does.
+            // Return-only sessions stay kprobes (a session, or a kretprobe): an fexit
+            // trampoline would skip calls as fsession does.
             // A kprobe reads arguments from registers: one passed on the stack needs
             // the trampoline, which has them all.
             Mode::KprobeSession if s.reads_stack_argument() => Mode::Fentry,
@@ -73,6 +73,12 @@ impl Mode {
             // exact too (its handler runs with preemption off), one program run and no
             // return hook (docs/performance.md, "The default's price on 7.2").
             Mode::KprobeSession if !s.needs_entry() && !s.needs_return() => Mode::KprobeEntry,
+            // Nothing needs the entry, and no parameter is read (at return a kprobe has
+            // only the return register): a kretprobe alone, exact too (the fprobe's
+            // return handler runs it with preemption off), one program run a call.
+            Mode::KprobeSession if !s.needs_entry() && s.params_read().is_empty() => {
+                Mode::KprobeReturn
+            }
             Mode::KprobeSession => Mode::KprobeSession,
             _ if !s.needs_entry() && multi => Mode::FexitMulti,
             _ if !s.needs_entry() => Mode::Fexit,
