@@ -19,12 +19,33 @@ once() { # READY CMD...
     "$W" "$N" | per_call
     stop_tracer
     grep -h 'SUMMARY\|stack_lost' "$T/out" | head -2 >&2
+    grep -h 'main;pread' "$T/out" >&2
+}
+# One run of a tracer given `-p PID` (PID in CMD is replaced): the workload is started
+# first and held on a fifo until the tracer is ready, so the tracer's own calls (fslat
+# reads /proc/PID/maps and ELF files while the workload runs) return at the program's
+# first test. Also prints how many calls the workload's stack counted (of N + 1000).
+once_pid() { # READY CMD...
+    local ready=$1 wpid
+    shift
+    rm -f "$T/go"
+    mkfifo "$T/go"
+    sh -c 'read x <"$1"; exec "$2" "$3"' sh "$T/go" "$W" "$N" >"$T/w" &
+    wpid=$!
+    start_tracer "$ready" "${@//PID/$wpid}" || { echo >"$T/go"; wait "$wpid"; return; }
+    echo >"$T/go"
+    wait "$wpid"
+    per_call <"$T/w"
+    kill -INT "$tracer" 2>/dev/null
+    wait "$tracer"
+    grep -h 'SUMMARY\|stack_lost' "$T/out" | head -2 >&2
+    grep -h 'main;pread' "$T/out" >&2
 }
 row() { # LABEL READY CMD...: a warm-up run (compiles, caches), then REPS timed runs
     local label=$1
     shift
     local v
-    v=$(median_of_runs once "$@")
+    v=$(median_of_runs "${ONCE:-once}" "$@")
     log "$label: $v ns/call"
     echo "| $label | $v |"
 }
@@ -36,11 +57,19 @@ echo "| tracer on vfs_read, N=$N × pread(fd, buf, 1, 0), median of $REPS | gues
 echo "|---|---|"
 # BENCH_ROWS=ustack: the user-stack rows only (issue 45): a key unwound with CFI from an
 # 8192-byte copy (the default) against the kernel's frame-pointer walk and bpftrace's.
-if [[ ${BENCH_ROWS:-} == ustack ]]; then
-    row "fslat \`{ count() }\`, fsession" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() }'
-    row "fslat \`{ count() by ustack }\`, fsession, CFI (--ustack-bytes 8192)" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() by ustack }'
-    row "fslat \`{ count() by ustack }\`, fsession, --ustack-bytes 0" Tracing "$FSLAT" --mode fsession --ustack-bytes 0 -e 'session vfs_read { count() by ustack }'
-    row "bpftrace $(chroot "$ROOT" bpftrace --version | awk '{ print $2 }') \`fexit:vfs_read { @[ustack] = count(); }\`" "Attached " chroot "$ROOT" bpftrace -e 'fexit:vfs_read { @[ustack] = count(); }'
+# BENCH_ROWS=ustack-pid: the rows with -p only.
+if [[ ${BENCH_ROWS:-} == ustack* ]]; then
+    [[ $BENCH_ROWS == ustack-pid ]] || {
+        row "fslat \`{ count() }\`, fsession" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() }'
+        row "fslat \`{ count() by ustack }\`, fsession, CFI (--ustack-bytes 8192)" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() by ustack }'
+        row "fslat \`{ count() by ustack }\`, fsession, --ustack-bytes 0" Tracing "$FSLAT" --mode fsession --ustack-bytes 0 -e 'session vfs_read { count() by ustack }'
+        row "bpftrace $(chroot "$ROOT" bpftrace --version | awk '{ print $2 }') \`fexit:vfs_read { @[ustack] = count(); }\`" "Attached " chroot "$ROOT" bpftrace -e 'fexit:vfs_read { @[ustack] = count(); }'
+    }
+    # The same, each tracer told the workload's pid: its own reads cost a compare.
+    ONCE=once_pid row "fslat -p \`{ count() }\`, fsession" Tracing "$FSLAT" -p PID --mode fsession -e 'session vfs_read { count() }'
+    ONCE=once_pid row "fslat -p \`{ count() by ustack }\`, fsession, CFI (--ustack-bytes 8192)" Tracing "$FSLAT" -p PID --mode fsession -e 'session vfs_read { count() by ustack }'
+    ONCE=once_pid row "fslat -p \`{ count() by ustack }\`, fsession, --ustack-bytes 0" Tracing "$FSLAT" -p PID --mode fsession --ustack-bytes 0 -e 'session vfs_read { count() by ustack }'
+    ONCE=once_pid row "bpftrace -p \`fexit:vfs_read /pid == PID/ { @[ustack] = count(); }\`" "Attached " chroot "$ROOT" bpftrace -e 'fexit:vfs_read /pid == PID/ { @[ustack] = count(); }'
     exit 0
 fi
 row "fslat \`{ count() }\`, fsession" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() }'

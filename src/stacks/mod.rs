@@ -204,7 +204,10 @@ pub struct StackTable {
     user: Option<MapHandle>,
     user_2: Option<MapHandle>,
     symbolizer: Symbolizer,
-    modules: modules::Modules,
+    /// Read at the first kernel frame named, not at start: reading `/proc/kallsyms`
+    /// whole is thousands of `read`s, which a script tracing `read` would trace while the
+    /// traced work runs (docs/performance.md, "User stacks unwound with CFI by default").
+    modules: std::cell::OnceCell<modules::Modules>,
     entry_frame: bool,
     /// Mappings of the processes announced, read when they were.
     mappings: RefCell<HashMap<u32, Vec<maps::Mapping>>>,
@@ -232,7 +235,7 @@ impl StackTable {
             user,
             user_2: None,
             symbolizer: symbolizer(false),
-            modules: modules::Modules::read(),
+            modules: std::cell::OnceCell::new(),
             mappings: RefCell::new(HashMap::new()),
             files: None,
             copies: None,
@@ -477,12 +480,13 @@ impl StackTable {
             .zip(syms)
             .map(|(&addr, sym)| {
                 let offset = sym.as_ref().map_or(u64::MAX, |r| r.offset);
+                let modules = self.modules.get_or_init(modules::Modules::read);
                 let frame = Frame {
                     addr,
-                    module: Some(if self.modules.is_jit(addr) {
+                    module: Some(if modules.is_jit(addr) {
                         JIT.to_string()
                     } else {
-                        self.modules.module_of(addr).to_string()
+                        modules.module_of(addr).to_string()
                     }),
                     symbol: sym.map(|r| r.name),
                     ..Frame::default()
