@@ -230,9 +230,8 @@ impl Checker<'_> {
     /// What the member holds, and the structs it embeds by value.
     fn member_type(&mut self, ty: TypeId) -> (MemberType, Vec<StructName>) {
         match self.types().resolve(ty) {
-            KType::Int { size, signed, .. } | KType::Enum { size, signed } => {
-                (MemberType::Int { size, signed }, Vec::new())
-            }
+            KType::Int { size, signed, .. } => (MemberType::Int { size, signed }, Vec::new()),
+            KType::Enum { size, signed } => (MemberType::Enum { size, signed }, Vec::new()),
             KType::Ptr { pointee, .. } => {
                 let target = match self.types().resolve(pointee) {
                     KType::Struct { .. } => Pointee::Struct(self.struct_name(pointee)),

@@ -911,8 +911,14 @@ pub struct MemberDecl {
 /// What a declared member holds, as far as CO-RE needs to know to relocate a read.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum MemberType {
-    /// An integer or an enum, of its BTF size.
+    /// An integer, of its BTF size.
     Int {
+        size: u32,
+        signed: bool,
+    },
+    /// An enum, of its BTF size: declared as an enum, since CO-RE takes an integer for an
+    /// enum member as a different kind and refuses the relocation.
+    Enum {
         size: u32,
         signed: bool,
     },

@@ -25,11 +25,28 @@ pub fn struct_name(s: &StructName) -> String {
     }
 }
 
-/// The member's C declaration: `__u32 flags`, `struct path f_path`, `char name[16]`.
-pub fn member_decl(m: &MemberDecl) -> String {
+/// The member's C declaration: `__u32 flags`, `struct path f_path`, `char name[16]`. An
+/// enum member is an anonymous enum of the member's size (CO-RE matches an anonymous
+/// enum with any enum, never with an integer), its one constant named `constant`, which
+/// must be unique in the program.
+pub fn member_decl(m: &MemberDecl, constant: &str) -> String {
     let name = &m.name;
     match &m.ty {
         MemberType::Int { size, signed } => format!("{} {name}", c_int(*size, *signed)),
+        MemberType::Enum { size, signed } => {
+            // The one value that gives clang's enum that size and sign.
+            let (packed, value) = match (size, signed) {
+                (1, false) => (" __attribute__((packed))", "0"),
+                (1, true) => (" __attribute__((packed))", "-1"),
+                (2, false) => (" __attribute__((packed))", "0x100"),
+                (2, true) => (" __attribute__((packed))", "-0x100"),
+                (8, false) => ("", "0xffffffffffffffffULL"),
+                (8, true) => ("", "-0x7fffffffffffffffLL"),
+                (_, false) => ("", "0"),
+                (_, true) => ("", "-1"),
+            };
+            format!("enum{packed} {{ {constant} = {value} }} {name}")
+        }
         MemberType::Ptr(pointee) => {
             let target = match pointee {
                 Pointee::Struct(s) => struct_name(s),

@@ -162,9 +162,14 @@ pub(super) fn structs(program: &Program) -> Vec<StructData> {
     program
         .structs
         .iter()
-        .map(|s| StructData {
+        .enumerate()
+        .map(|(i, s)| StructData {
             c_name: ctypes::struct_name(&s.name),
-            members: s.members.iter().map(ctypes::member_decl).collect(),
+            members: s
+                .members
+                .iter()
+                .map(|m| ctypes::member_decl(m, &format!("fslat_enum_{i}_{}", m.name)))
+                .collect(),
         })
         .collect()
 }

@@ -406,3 +406,43 @@ fn every_partial_a_template_includes_is_a_known_template() {
         ["entry_filter", "return_phase"]
     );
 }
+
+/// An enum member is declared as an enum (CO-RE refuses an integer for a kernel enum),
+/// and clang gives it the member's BTF size and sign: one row per size and sign.
+#[test]
+fn enum_members_keep_their_size_and_sign() {
+    use crate::check::program::{MemberDecl, MemberType};
+    let clang = crate::build::find_clang(None).expect("clang");
+    let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    let mut c = String::from("typedef unsigned int __u32;\n");
+    for (i, (size, signed)) in [
+        (1, false),
+        (1, true),
+        (2, false),
+        (2, true),
+        (4, false),
+        (4, true),
+        (8, false),
+        (8, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let m = MemberDecl {
+            name: "reason".into(),
+            ty: MemberType::Enum { size, signed },
+        };
+        let decl = super::ctypes::member_decl(&m, &format!("fslat_enum_{i}_reason"));
+        assert!(decl.starts_with("enum"), "{decl}");
+        c.push_str(&format!(
+            "struct t{i} {{ {decl}; }};\n\
+             _Static_assert(sizeof(((struct t{i} *)0)->reason) == {size}, \"size {i}\");\n\
+             _Static_assert((((__typeof__(((struct t{i} *)0)->reason))-1) < 0) == {}, \"sign {i}\");\n",
+            signed as u8
+        ));
+    }
+    c.push_str("__u32 fslat_enum_test_used;\n");
+    if let Err(e) = compiler.compile(&c) {
+        panic!("{e}\n{c}");
+    }
+}

@@ -13,9 +13,20 @@ from the rest of the guest. What each does is the known answer the script checks
                          self-signed certificate made with openssl(1)): one handshake
                          each side, then the client sends 5 bytes and the server reads
                          them
+    work.py mkdir N      mkdir(2) of N directories under a new temporary one
+    work.py swap CGROUP  4 MiB of its own memory pushed out to swap (CGROUP's memory.reclaim,
+                         with swap readahead off), then read back; prints `swapped PAGES`,
+                         the pages /proc/self/smaps said were out (each one swap-in)
+    work.py oom CGROUP   a child, in CGROUP (memory.max 16 MiB, no swap), allocates 64 MiB:
+                         the OOM killer kills it; prints `killed PID`
+    work.py synretrans PORT
+                         a listener with an accept queue of one (listen(0)) holding one
+                         connection: a second connect's SYN is dropped and sent again once
+                         after 1 s; the connect gives up at 1.5 s
 """
 
 import ctypes
+import mmap
 import os
 import socket
 import ssl
@@ -107,10 +118,92 @@ def tls(port):
     assert got == [b"hello"], got
 
 
+def mkdir(n):
+    top = tempfile.mkdtemp()
+    for i in range(n):
+        os.mkdir(os.path.join(top, str(i)))
+
+
+def enter(cgroup):
+    with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+def swapped_kb(start):
+    """The Swap: of the mapping at `start` in /proc/self/smaps, in KiB."""
+    inside = False
+    for line in open("/proc/self/smaps"):
+        if "-" in line.split()[0] and ":" not in line.split()[0]:
+            inside = int(line.split("-")[0], 16) == start
+        elif inside and line.startswith("Swap:"):
+            return int(line.split()[1])
+    raise SystemExit("mapping not found in smaps")
+
+
+def swap(cgroup):
+    with open("/proc/sys/vm/page-cluster", "w") as f:
+        f.write("0")  # one page per swap-in: no readahead
+    enter(cgroup)
+    size = 4 << 20
+    m = mmap.mmap(-1, size)
+    m.madvise(mmap.MADV_NOHUGEPAGE)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(m))
+    for i in range(0, size, 4096):
+        m[i] = 1
+    # Three times: a page written out by one pass stays in the swap cache until the next
+    # pass frees it (and a swap-in from the cache reads nothing).
+    fd = os.open(os.path.join(cgroup, "memory.reclaim"), os.O_WRONLY)
+    for _ in range(3):
+        try:
+            os.write(fd, str(size).encode())
+        except BlockingIOError:
+            pass  # EAGAIN: less than asked could be reclaimed
+    os.close(fd)
+    pages = swapped_kb(start) // 4
+    total = sum(m[i] for i in range(0, size, 4096))
+    assert total == size // 4096, total
+    print(f"swapped {pages}")
+
+
+def oom(cgroup):
+    pid = os.fork()
+    if pid == 0:
+        enter(cgroup)
+        hog = b"x" * (64 << 20)
+        os._exit(len(hog) and 0)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9, status
+    print(f"killed {pid}")
+
+
+def synretrans(port):
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(0)
+    first = socket.create_connection(("127.0.0.1", port))
+    second = socket.socket()
+    second.settimeout(1.5)
+    try:
+        second.connect(("127.0.0.1", port))
+        raise SystemExit("the second connect was not refused")
+    except socket.timeout:
+        pass
+    second.close()
+    first.close()
+    listener.close()
+
+
 what = sys.argv[1]
 if what == "tcp":
     tcp(int(sys.argv[2]))
 elif what == "tls":
     tls(int(sys.argv[2]))
+elif what == "synretrans":
+    synretrans(int(sys.argv[2]))
+elif what == "mkdir":
+    mkdir(int(sys.argv[2]))
+elif what in ("swap", "oom"):
+    {"swap": swap, "oom": oom}[what](sys.argv[2])
 else:
     {"kill": kill, "setuid": setuid, "threads": threads, "resolve": resolve}[what]()
