@@ -65,6 +65,10 @@ extern __u64 *bpf_session_cookie(void *ctx) __ksym __weak;
 #define FSLAT_SESSION_COOKIE(ctx) bpf_session_cookie(ctx)
 #endif
 
+/* Linux 6.10: a uprobe session's program runs with preemption off (templates/fsession_multi). */
+extern void bpf_preempt_disable(void) __ksym __weak;
+extern void bpf_preempt_enable(void) __ksym __weak;
+
 /*
  * One program body for a session's several functions (fentry, fexit, fsession modes):
  * fslat's loader loads a copy per function and writes that function's values over these

@@ -20,6 +20,12 @@ pub(super) struct ProgShape {
     /// Its programs are sleepable (`ProgShape::sleepable`): a user string not in memory
     /// is faulted in (`FSLAT_SLEEPABLE`; `sessions::sleepable` decides).
     pub(super) sleepable: bool,
+    /// Its program runs between `bpf_preempt_disable()` and `bpf_preempt_enable()`: a
+    /// uprobe's program is preemptible, and since Linux 6.13 the JIT gives a program of
+    /// this type with 64 bytes of stack or more a per-CPU stack, which another thread's run
+    /// of the same program on that CPU overwrites (docs/language.md, "Uprobe sessions
+    /// and preemption"). Off for a sleepable program, which may fault.
+    pub(super) preempt_off: bool,
 }
 
 #[derive(Serialize)]
@@ -80,6 +86,7 @@ impl ProgShape {
     /// `BPF_F_SLEEPABLE`.
     pub(super) fn sleepable(&mut self) {
         self.sleepable = true;
+        self.preempt_off = false;
         self.section.push_str(".s");
         if let Some(pair) = &mut self.pair {
             pair.entry_section.push_str(".s");
@@ -143,6 +150,7 @@ impl ProgShape {
                 _ => KERNEL_CALL,
             },
             sleepable: false,
+            preempt_off: mode == Mode::UprobeSession,
         }
     }
 }
