@@ -89,14 +89,13 @@ pub fn load(rec: &Record, program: &Program, settings: &Settings) -> Result<Repl
             let link = match prog.role {
                 ProgRole::Multi => {
                     let (funcs, cookies) = present(s, settings);
-                    let at_return = super::attach::kprobe_at(settings.mode.of_session(s))
-                        == crate::sys::bpf::KprobeAt::Return;
+                    let at = super::attach::kprobe_at(settings.mode.of_session(s));
                     crate::sys::load::attach_kprobes(
                         p.fd.as_fd(),
                         p.attach_type,
                         &funcs,
                         &cookies,
-                        at_return,
+                        at,
                     )
                 }
                 _ => crate::sys::bpf::link_tracing(&p.fd, p.attach_type),

@@ -16,7 +16,6 @@ use gimli::{
 use object::{Object, ObjectSection, ObjectSegment};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::path::Path;
 use std::rc::Rc;
 
 /// The most frames of a stack (the kernel's default `perf_event_max_stack`).
@@ -105,13 +104,8 @@ const MAX_FDE_LEN: u64 = 64 << 20;
 const MAX_FDES: usize = 1 << 20;
 
 impl FileCfi {
-    /// The CFI of the ELF file at `path`; `None` when it cannot be read or has none.
-    pub fn read(path: &Path) -> Option<FileCfi> {
-        let data = std::fs::read(path).ok()?;
-        Self::parse(&data)
-    }
-
-    /// The CFI of an ELF file opened before (and not read from since).
+    /// The CFI of an opened ELF file (not read from before); `None` when it cannot be
+    /// read or has none.
     pub fn from_file(file: &mut std::fs::File) -> Option<FileCfi> {
         use std::io::Read;
         let mut data = Vec::new();
@@ -370,7 +364,9 @@ impl CfiCache {
                 self.open.set(self.open.get() - 1);
                 FileCfi::from_file(file)
             }
-            None => FileCfi::read(Path::new(path)),
+            None => std::fs::File::open(path)
+                .ok()
+                .and_then(|mut file| FileCfi::from_file(&mut file)),
         }
         .map(Rc::new);
         files.insert(path.to_string(), Slot::Read(cfi.clone()));

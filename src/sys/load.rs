@@ -574,13 +574,13 @@ pub fn make(
 
 /// A kprobe_multi link for `prog` on the functions `symbols`: in session mode when
 /// `attach_type` is `BPF_TRACE_KPROBE_SESSION`, for `BPF_TRACE_KPROBE_MULTI` at entry, or
-/// at return when `at_return` (`BPF_F_KPROBE_MULTI_RETURN`).
+/// at return when `at` is `KprobeAt::Return` (`BPF_F_KPROBE_MULTI_RETURN`).
 pub fn attach_kprobes(
     prog: BorrowedFd,
     attach_type: u32,
     symbols: &[String],
     cookies: &[u64],
-    at_return: bool,
+    at: super::bpf::KprobeAt,
 ) -> std::io::Result<OwnedFd> {
     let names: Vec<CString> = symbols
         .iter()
@@ -594,7 +594,7 @@ pub fn attach_kprobes(
     opts.__bindgen_anon_1.kprobe_multi.syms = ptrs.as_ptr().cast_mut();
     opts.__bindgen_anon_1.kprobe_multi.cookies = cookies.as_ptr();
     opts.__bindgen_anon_1.kprobe_multi.cnt = symbols.len() as u32;
-    if at_return {
+    if at == super::bpf::KprobeAt::Return {
         opts.__bindgen_anon_1.kprobe_multi.flags = libbpf_sys::BPF_F_KPROBE_MULTI_RETURN;
     }
     // SAFETY: a loaded program; the arrays outlive the call, which only reads them.

@@ -76,7 +76,7 @@ pub fn kprobe_session(symbol: &str) -> Result<(), ProbeFailure> {
         attach,
         &[symbol.to_string()],
         &[0],
-        false,
+        super::bpf::KprobeAt::Session,
     )
     .map(drop)
     .map_err(|e| ProbeFailure {
