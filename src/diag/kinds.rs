@@ -763,15 +763,23 @@ impl DiagKind {
                     "fslat has no `{probe}:` probes: `on tp:NAME` acts at a BTF tracepoint"
                 ),
                 "BEGIN" | "END" => format!(
-                    "fslat has no `{probe}` probe: a script is made of `session FUNC` items"
+                    "fslat has no `{probe}` probe: fslat's are `on begin` and `on end`"
                 ),
-                "uprobe" | "uretprobe" | "u" | "ur" => format!(
-                    "fslat has no `{probe}:` probes: `session FILE:FUNC` traces a user-space function's entry and return together"
+                "uprobe" | "u" => format!(
+                    "fslat has no `{probe}:` probes: `on FILE:FUNC` acts at a user-space function's entry, `session FILE:FUNC` at its entry and return together"
+                ),
+                "uretprobe" | "ur" => format!(
+                    "fslat has no `{probe}:` probes: `session FILE:FUNC` sees a user-space function's return too (`ret`, and `latency` since entry)"
+                ),
+                "profile" | "p" => format!(
+                    "fslat has no `{probe}:` probes: `profile RATEhz` samples the CPUs"
                 ),
                 "usdt" | "U" => format!(
                     "fslat has no `{probe}:` probes: `on usdt:FILE:NAME` acts at a USDT probe"
                 ),
-                _ => format!("fslat has no `{probe}:` probes: it traces kernel functions"),
+                _ => format!(
+                    "fslat has no `{probe}:` probes: it traces functions, tracepoints and USDT points, and samples the CPUs"
+                ),
             },
             ForeignFilter => {
                 "a filter is written `where CONDITION` in fslat, not between slashes".into()

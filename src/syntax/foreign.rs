@@ -18,6 +18,15 @@ pub fn explain(source: &str, pos: usize, expected: &[Rule]) -> Option<Diagnostic
     if let Some(d) = bad_value(source, pos) {
         return Some(d);
     }
+    // `profile:hz:99`: fslat's own keyword `profile` parsed, then the parser stops at the
+    // colon of bpftrace's probe.
+    if rest.starts_with(':')
+        && !rest.starts_with("::")
+        && let Some(start) = source[..pos].strip_suffix("profile").map(str::len)
+        && !source[..start].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+    {
+        return probe_diag(source, start, "profile");
+    }
     let word = ident_at(rest);
     let after_word = rest[word.len()..].trim_start();
     match rest.chars().next()? {
@@ -110,9 +119,9 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
             if funcs.iter().any(String::is_empty) {
                 return diag(vec!["write `session FUNC { ... }`".into()]);
             }
-            // One kernel function's entry is an `on` point; a list or a glob, a return,
-            // a user-space function are a session's.
-            let at_entry = matches!(kind, "kprobe" | "k" | "fentry" | "f" | "kfunc")
+            // One function's entry (kernel or user space) is an `on` point; a list or a
+            // glob, a return are a session's.
+            let at_entry = matches!(kind, "kprobe" | "k" | "fentry" | "f" | "kfunc" | "uprobe" | "u")
                 && funcs.len() == 1
                 && !funcs[0].contains(['*', '?']);
             let item = if at_entry { "on" } else { "session" };
@@ -203,9 +212,33 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
                 format!("write `on usdt:{point}{block}`; `fslat -l 'usdt:FILE'` lists a file's probes")
             }])
         }
-        "interval" | "i" | "profile" | "p" | "software" | "s" | "hardware" | "h" | "watchpoint"
-        | "w" | "iter" | "kfunc_multi" => diag(vec![
-            "fslat traces kernel functions (`session FUNC`); `-i DUR` prints and clears the aggregations every DUR".into(),
+        "profile" | "p" => {
+            // bpftrace's `profile:hz:99` (or `:s:`, `:ms:`, `:us:` a period) is fslat's
+            // `profile 99hz` (or `profile 10ms`).
+            let mut parts = list.split(',').next().unwrap_or("").split(':').skip(1);
+            let rate = match (parts.next().map(str::trim), parts.next().map(str::trim)) {
+                (Some("hz"), Some(n)) if n.parse::<u64>().is_ok() => format!("{n}hz"),
+                (Some(u @ ("s" | "ms" | "us")), Some(n)) if n.parse::<u64>().is_ok() => {
+                    format!("{n}{u}")
+                }
+                _ => "99hz".into(),
+            };
+            let filter = predicate.map_or(String::new(), |p| format!(" where {}", translate_expr(p)));
+            let block = body
+                .and_then(translate_block)
+                .filter(|b| !b.is_empty())
+                .map_or(" { count() by ustack, kstack }".to_string(), |b| format!(" {{ {b} }}"));
+            let mut hints = vec![format!(
+                "write `profile {rate}{filter}{block}`; `--flamegraph FILE.svg` draws its stacks"
+            )];
+            if predicate.is_some_and(|p| has_word(p, "pid") || has_word(p, "tid")) {
+                hints.push(PID_NOTE.into());
+            }
+            diag(hints)
+        }
+        "interval" | "i" | "software" | "s" | "hardware" | "h" | "watchpoint" | "w" | "iter"
+        | "kfunc_multi" => diag(vec![
+            "fslat traces functions (`session FUNC`, `on FUNC`) and samples the CPUs (`profile 99hz`); `-i DUR` prints and clears the aggregations every DUR".into(),
         ]),
         _ => None,
     }
