@@ -272,6 +272,10 @@ pub enum DiagKind {
     },
     /// `-5ms`.
     NegativeDuration,
+    /// A file's path written relative without `./` (`bin/app:main`).
+    RelativePath {
+        path: String,
+    },
     /// A word close to the keyword the parser expected (`sesion`).
     UnknownKeyword {
         word: String,
@@ -402,6 +406,7 @@ impl DiagKind {
             UnterminatedString => "F0122",
             ControlCharacter { .. } => "F0123",
             NegativeDuration => "F0124",
+            RelativePath { .. } => "F0125",
             ForeignProbe { .. } => "F0201",
             ForeignFilter => "F0202",
             ForeignPrintf { .. } => "F0203",
@@ -809,6 +814,9 @@ impl DiagKind {
                 format!("the script holds a control character (U+{code:04X}) here")
             }
             NegativeDuration => "a duration cannot be negative".into(),
+            RelativePath { path } => format!(
+                "`{path}` is read as a path only when it is absolute or starts with `./` or `../`"
+            ),
             UnknownKeyword { word } => format!("`{word}` is not a keyword or action fslat knows"),
             NotASession { word } => {
                 format!("a script is made of `session FUNC` items; `{word}` does not start one")

@@ -31,6 +31,7 @@ pub fn explain(source: &str, pos: usize, expected: &[Rule]) -> Option<Diagnostic
     let after_word = rest[word.len()..].trim_start();
     match rest.chars().next()? {
         '\'' => return Some(single_quotes(source, pos)),
+        '/' if let Some(d) = relative_path(source, pos) => return Some(d),
         '/' if expected.contains(&Rule::kw_where) => return slash_filter(source, pos),
         '=' if !rest.starts_with("==") && !after_operator(source, pos) => {
             return Some(
@@ -283,6 +284,30 @@ fn slash_filter(source: &str, pos: usize) -> Option<Diagnostic> {
         d = d.hint(PID_NOTE);
     }
     Some(d)
+}
+
+/// `session bin/app:main`, `on usdt:build/app:probe`: a `/` right after a word that begins
+/// a file's place (after white space or `usdt:`) is a relative path, not a filter.
+fn relative_path(source: &str, pos: usize) -> Option<Diagnostic> {
+    let path_char = |c: char| c.is_ascii_alphanumeric() || "_.-+".contains(c);
+    let start = source[..pos]
+        .rfind(|c: char| !path_char(c))
+        .map_or(0, |i| i + 1);
+    let before = &source[..start];
+    if start == pos || !(before.ends_with(char::is_whitespace) || before.ends_with("usdt:")) {
+        return None;
+    }
+    let len = source[start..]
+        .find(|c: char| c == ':' || c.is_whitespace() || "{},".contains(c))
+        .unwrap_or(source.len() - start);
+    let path = &source[start..start + len];
+    Some(
+        Diagnostic::new(
+            start..start + len,
+            DiagKind::RelativePath { path: path.into() },
+        )
+        .hint(format!("write `./{path}`")),
+    )
 }
 
 /// `$x = ...` (or `$x` read).
