@@ -290,9 +290,11 @@ fn slash_filter(source: &str, pos: usize) -> Option<Diagnostic> {
 /// a file's place (after white space or `usdt:`) is a relative path, not a filter.
 fn relative_path(source: &str, pos: usize) -> Option<Diagnostic> {
     let path_char = |c: char| c.is_ascii_alphanumeric() || "_.-+".contains(c);
+    // Path characters are ASCII: the one before them ends where the path starts.
     let start = source[..pos]
-        .rfind(|c: char| !path_char(c))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rfind(|&(_, c)| !path_char(c))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let before = &source[..start];
     if start == pos || !(before.ends_with(char::is_whitespace) || before.ends_with("usdt:")) {
         return None;
