@@ -296,6 +296,8 @@ pub(super) struct SpanData {
     /// Keyed by pid at both ends: the map of each thread's depth (`SpanPoints::nests`).
     pub(super) depth_map: Option<String>,
     pub(super) depth: u32,
+    /// END's program runs its body with preemption off (a USDT point's, `ProgShape::preempt_off`).
+    pub(super) end_preempt_off: bool,
 }
 
 /// One START's program.
@@ -310,6 +312,8 @@ pub(super) struct StartData {
     pub(super) values: Vec<String>,
     /// The start time is read before the lines (for what they save on its clock).
     pub(super) time_early: bool,
+    /// Its program runs its body with preemption off (a USDT point's, `ProgShape::preempt_off`).
+    pub(super) preempt_off: bool,
 }
 
 #[derive(Serialize)]

@@ -7,7 +7,7 @@ use super::INFLIGHT_ENTRIES;
 use super::data::*;
 use super::expr::{self, Phase, Scratch};
 use super::layouts::field_member;
-use super::shapes::{PROFILE_CTX, ProgShape, USER_CTX};
+use super::shapes::{self, PROFILE_CTX, ProgShape, USER_CTX};
 use crate::check::program::*;
 use crate::check::resources::{self, Mode, ProgRole};
 
@@ -21,6 +21,7 @@ pub(super) fn all(program: &Program, mode: Mode) -> Vec<SessionData> {
                 if sleepable(program, s, &data) {
                     data.shape.sleepable();
                 }
+                guard_uprobes(program, s, &mut data);
                 data
             })
         })
@@ -44,6 +45,24 @@ fn sleepable(program: &Program, s: &Session, data: &SessionData) -> bool {
         && !program.uses_kstack
         && !program.uses_ustack
         && !s.uses_sched()
+}
+
+/// Marks the session's uprobe programs (a user function's, a USDT point's; a span's
+/// START or END at a USDT point) to run their body with preemption off where
+/// `shapes::guard_preemption` says the kernel needs it.
+fn guard_uprobes(program: &Program, s: &Session, data: &mut SessionData) {
+    if !shapes::guard_preemption(&program.features, data.shape.sleepable) {
+        return;
+    }
+    match (&s.span, &mut data.span) {
+        (Some(points), Some(span)) => {
+            for (start, point) in span.starts.iter_mut().zip(&points.starts) {
+                start.preempt_off = point.point.usdt.is_some();
+            }
+            span.end_preempt_off = points.end.usdt.is_some();
+        }
+        _ => data.shape.preempt_off = s.user.is_some() || s.at_usdt(),
+    }
 }
 
 /// A session's programs in `mode`, as template data.
@@ -362,6 +381,7 @@ fn span_data(s: &Session) -> SessionData {
             key,
             values,
             time_early: start.uses_start(),
+            preempt_off: false,
         });
     }
     let mut end = Phase::new(s, target, false, false, false, scratch(""));
@@ -379,6 +399,7 @@ fn span_data(s: &Session) -> SessionData {
         end_key,
         depth_map: points.nests().then(|| s.span_depth_map()),
         depth: SPAN_DEPTH,
+        end_preempt_off: false,
     });
     data
 }

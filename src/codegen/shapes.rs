@@ -2,6 +2,7 @@
 //! context, how entry gives up on a call, the entry/return pair, and how a call in
 //! flight is found again at return.
 
+use crate::btf::Features;
 use crate::check::resources::{self, Mode};
 use serde::Serialize;
 
@@ -20,12 +21,29 @@ pub(super) struct ProgShape {
     /// Its programs are sleepable (`ProgShape::sleepable`): a user string not in memory
     /// is faulted in (`FSLAT_SLEEPABLE`; `sessions::sleepable` decides).
     pub(super) sleepable: bool,
-    /// Its program runs between `bpf_preempt_disable()` and `bpf_preempt_enable()`: a
-    /// uprobe's program is preemptible, and since Linux 6.13 the JIT gives a program of
-    /// this type with 64 bytes of stack or more a per-CPU stack, which another thread's run
-    /// of the same program on that CPU overwrites (docs/language.md, "Uprobe sessions
-    /// and preemption"). Off for a sleepable program, which may fault.
+    /// Its programs run their body between `bpf_preempt_disable()` and
+    /// `bpf_preempt_enable()` (`templates/program_head`): set by `guard_preemption`, the
+    /// one place that decides it.
     pub(super) preempt_off: bool,
+}
+
+/// Whether a uprobe's program (a user function's, at entry or return, or a USDT point's)
+/// must run its body with preemption off on a kernel with `features`; `sleepable`: the
+/// program may fault, and cannot.
+///
+/// A uprobe runs its program preemptible (migration off, not preemption) and without the
+/// per-program recursion check of a trampoline or a raw tracepoint, and from Linux 6.13
+/// the x86-64 JIT gives a kprobe-type program (uprobe programs are of that type) with 64
+/// bytes of stack or more a per-CPU stack: two threads of one CPU then share it, and one
+/// preempted mid-run finds the other's values when it resumes (docs/language.md,
+/// "Uprobe programs and preemption"). The uprobe session came in the same release
+/// (`Feature::UprobeSession`), so a kernel that has it has the per-CPU stacks, and the
+/// preemption kfuncs (6.10); an older kernel runs the program on the task's own stack and
+/// may lack the kfuncs, so it gets no guard. Kernel-side programs need none: kprobes and
+/// perf events run with preemption off, trampolines and raw tracepoints skip a run that
+/// finds the program active on its CPU.
+pub(super) fn guard_preemption(features: &Features, sleepable: bool) -> bool {
+    features.uprobe_session && !sleepable
 }
 
 #[derive(Serialize)]
@@ -86,7 +104,6 @@ impl ProgShape {
     /// `BPF_F_SLEEPABLE`.
     pub(super) fn sleepable(&mut self) {
         self.sleepable = true;
-        self.preempt_off = false;
         self.section.push_str(".s");
         if let Some(pair) = &mut self.pair {
             pair.entry_section.push_str(".s");
@@ -150,7 +167,7 @@ impl ProgShape {
                 _ => KERNEL_CALL,
             },
             sleepable: false,
-            preempt_off: mode == Mode::UprobeSession,
+            preempt_off: false,
         }
     }
 }

@@ -22,6 +22,10 @@ pub(super) const TEMPLATE_TEXTS: &[(&str, &str)] = &[
     ),
     ("fentry", include_str!("../../templates/fentry.bpf.c.hbs")),
     (
+        "program_head",
+        include_str!("../../templates/program_head.bpf.c.hbs"),
+    ),
+    (
         "entry_filter",
         include_str!("../../templates/entry_filter.bpf.c.hbs"),
     ),

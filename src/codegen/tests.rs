@@ -118,6 +118,90 @@ fn user_sessions_that_read_strings_sleep_where_they_safely_can() {
     }
 }
 
+/// Each uprobe program (a user function's at entry or return, a USDT point's, a span's
+/// START or END there) runs its body with preemption off on a kernel with per-CPU
+/// program stacks (6.13+: `uprobe_session`), one `bpf_preempt_disable()` each; a
+/// sleepable one and a kernel-side one never do, nor any program on an older kernel, which
+/// may lack the kfuncs. `{U}` is tests/kernel/user's ufunc, `{S}` its sdt.
+#[test]
+fn uprobe_programs_run_with_preemption_off_where_their_stack_is_per_cpu() {
+    use crate::btf::Features;
+    use Mode::{UprobeMulti, UprobeSession};
+    let dir = crate::elf::test_programs();
+    let older = Features {
+        uprobe_session: false,
+        ..Features::all()
+    };
+    let clang = crate::build::find_clang(None).expect("clang");
+    let compiler = crate::build::Compiler::new(clang, false).unwrap();
+    for (script, user_mode, guarded) in [
+        ("on {U}:add { count() by arg0 }", None, 1),
+        ("on usdt:{S}:fslat:name { count() by arg1 }", None, 1),
+        ("on {U}:greet { emit str(arg0) as s }", None, 0),
+        (
+            "span usdt:{S}:fslat:enter(pid) -> usdt:{S}:fslat:leave(pid) { count() }",
+            None,
+            2,
+        ),
+        (
+            "span usdt:{S}:fslat:enter(pid) -> vfs_read(pid) { count() }",
+            None,
+            1,
+        ),
+        (
+            "span vfs_write(pid) -> usdt:{S}:fslat:leave(pid) { hist(latency) }",
+            None,
+            1,
+        ),
+        ("span vfs_write(pid) -> vfs_read(pid) { count() }", None, 0),
+        (
+            "session {U}:add { hist(latency) by arg0 }",
+            Some(Mode::Uprobe),
+            2,
+        ),
+        (
+            "session {U}:add { hist(latency) by arg0 }",
+            Some(UprobeMulti),
+            2,
+        ),
+        (
+            "session {U}:add { hist(latency) by arg0 }",
+            Some(UprobeSession),
+            1,
+        ),
+        (
+            "session {U}:greet { emit str(arg0) as s }",
+            Some(UprobeSession),
+            0,
+        ),
+        ("on vfs_read { count() }", None, 0),
+        ("profile 99hz { count() by ustack }", None, 0),
+    ] {
+        let script = script
+            .replace("{U}", &dir.path().join("ufunc").display().to_string())
+            .replace("{S}", &dir.path().join("sdt").display().to_string());
+        for (features, want) in [(Features::all(), guarded), (older, 0)] {
+            if user_mode == Some(UprobeSession) && !features.uprobe_session {
+                continue;
+            }
+            let opts = crate::check::Options {
+                user_mode,
+                ..Default::default()
+            };
+            let kernel = Fixture::with_features(features);
+            let (_, c) = crate::compile_with(&script, &kernel, Mode::Fsession, opts)
+                .unwrap_or_else(|d| panic!("{script}: {d:?}"));
+            let calls = c.matches("\tbpf_preempt_disable();").count();
+            assert_eq!(calls, want, "{script} {user_mode:?} {features:?}\n{c}");
+            if want > 0
+                && let Err(e) = compiler.compile(&c)
+            {
+                panic!("{script} {user_mode:?}: {e}\n{c}");
+            }
+        }
+    }
+}
+
 #[test]
 fn compiles_with_clang() {
     let clang = crate::build::find_clang(None).expect("clang");

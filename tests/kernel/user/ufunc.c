@@ -20,6 +20,8 @@
  *                         layer(1) sleeps NAP ms (after one nap(0))
  *   ufunc req N           N calls of handle(&r), r = { i, 100 + i, "alpha" }: the string
  *                         on a page the program never touches (cold_name)
+ *   ufunc mix N           two threads pinned to CPU 0, thread k (1 and 2) making N calls
+ *                         of mix(k, i) for i in 0..N, both at once
  *
  * With UFUNC_GO=FILE in its environment it first waits (polling, which calls none of
  * these functions nor nanosleep) until FILE exists: fslat can attach to it by pid.
@@ -172,6 +174,48 @@ static long spin2(long ms, long n)
 	return 2 * n;
 }
 
+struct mixer {
+	long k;
+	long n;
+	long sum;
+	pthread_barrier_t *ready;
+};
+
+/* Called by both threads of `ufunc mix`: k is the calling thread's number. */
+NOINLINE long mix(long k, long i)
+{
+	return k + i;
+}
+
+static void *mixer(void *arg)
+{
+	struct mixer *m = arg;
+	pthread_barrier_wait(m->ready);
+	for (long i = 0; i < m->n; i++)
+		m->sum += mix(m->k, i);
+	return NULL;
+}
+
+/* Two threads on one CPU calling the same function, each with its own first argument. */
+static long mix2(long n)
+{
+	cpu_set_t one;
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (sched_setaffinity(0, sizeof one, &one))
+		return -1;
+	pthread_barrier_t ready;
+	pthread_barrier_init(&ready, NULL, 2);
+	struct mixer m[2] = { { 1, n, 0, &ready }, { 2, n, 0, &ready } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, mixer, &m[i]))
+			return -1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	return m[0].sum + m[1].sum;
+}
+
 NOINLINE int slow_op(long n)
 {
 	return (int)n;
@@ -223,6 +267,8 @@ int main(int argc, char **argv)
 			sum += spin(a);
 	} else if (!strcmp(cmd, "spin2")) {
 		sum = spin2(a, b);
+	} else if (!strcmp(cmd, "mix")) {
+		sum = mix2(a);
 	} else if (!strcmp(cmd, "layer") && argc > 4) {
 		/* The first nanosleep binds its symbol (on the CPU, and faulting pages in):
 		 * done before, so that no traced call pays for it. */
