@@ -66,6 +66,16 @@
                                         (each directly above the one before, inside
                                         its width) with N calls each; stdin unused
 
+    check.py slow-reads MS [FILE]       the slow-read workload under a `latency >= MS ms`
+                                        filter: its events (text `EVENT` lines or JSON
+                                        events) are its one slow pipe read per run and at
+                                        most those of its ordinary reads that it timed
+                                        itself at MS ms or more (its `slow-read:` line, in
+                                        FILE or, for `-c`, in the same stdout); so exactly
+                                        one a run when none was that slow. A read's
+                                        latency is within the time its process saw
+                                        around the call: no other read can pass
+
     check.py order RE...                text output: the lines that match any RE, in
                                         order, match the REs one for one (`^begin
                                         ^read ^end`: begin first, end last)
@@ -419,6 +429,22 @@ def span_intervals(min_busy):
         fail(f"only {len(busy)} intervals saw spans, expected at least {min_busy}")
 
 
+def slow_reads(ms, path):
+    text = sys.stdin.read()
+    said = open(path).read() if path else text
+    runs = re.findall(r"^slow-read: ordinary reads of 5 ms or more \(us\): \[([\d, ]*)\]$", said, re.M)
+    if not runs:
+        fail("no `slow-read:` line of the workload")
+    slow = [int(u) for r in runs for u in r.split(",") if u.strip()]
+    could = sum(1 for u in slow if u >= ms * 1000)
+    events = len(re.findall(r'^EVENT |"type":"event"', text, re.M))
+    print(f"{events} events; {len(runs)} slow pipe read(s); ordinary reads of 5 ms or more "
+          f"(us): {slow}, {could} of them {ms} ms or more")
+    if not len(runs) <= events <= len(runs) + could:
+        fail(f"expected {len(runs)} events, and up to {could} more for ordinary reads "
+             f"that took {ms} ms or more")
+
+
 def order(patterns):
     res = [re.compile(p) for p in patterns]
     seen = [line.rstrip("\n") for line in sys.stdin if any(r.search(line) for r in res)]
@@ -552,6 +578,9 @@ def sched_sums(n):
 
 def main():
     what = sys.argv[1]
+    if what == "slow-reads":
+        slow_reads(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
+        return
     if what == "order":
         order(sys.argv[2:])
         return
