@@ -66,7 +66,8 @@
                                         (each directly above the one before, inside
                                         its width) with N calls each; stdin unused
 
-    check.py slow-reads MS [FILE]       the slow-read workload under a `latency >= MS ms`
+    check.py slow-reads MS [FILE] [--only RE]
+                                        the slow-read workload under a `latency >= MS ms`
                                         filter: its events (text `EVENT` lines or JSON
                                         events) are its one slow pipe read per run and at
                                         most those of its ordinary reads that it timed
@@ -74,7 +75,11 @@
                                         FILE or, for `-c`, in the same stdout); so exactly
                                         one a run when none was that slow. A read's
                                         latency is within the time its process saw
-                                        around the call: no other read can pass
+                                        around the call: no other read can pass. With
+                                        --only, only the lines matching RE count (under
+                                        -c: the workload's one-byte reads, not python's
+                                        start-up nor its writer's /proc reads, which it
+                                        does not time)
 
     check.py order RE...                text output: the lines that match any RE, in
                                         order, match the REs one for one (`^begin
@@ -429,8 +434,10 @@ def span_intervals(min_busy):
         fail(f"only {len(busy)} intervals saw spans, expected at least {min_busy}")
 
 
-def slow_reads(ms, path):
+def slow_reads(ms, path, only):
     text = sys.stdin.read()
+    if only:
+        text = "\n".join(l for l in text.splitlines() if l.startswith("slow-read:") or re.search(only, l))
     said = open(path).read() if path else text
     runs = re.findall(r"^slow-read: ordinary reads of 5 ms or more \(us\): \[([\d, ]*)\]$", said, re.M)
     if not runs:
@@ -579,7 +586,10 @@ def sched_sums(n):
 def main():
     what = sys.argv[1]
     if what == "slow-reads":
-        slow_reads(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None)
+        rest = sys.argv[3:]
+        only = rest[rest.index("--only") + 1] if "--only" in rest else None
+        path = rest[0] if rest and rest[0] != "--only" else None
+        slow_reads(int(sys.argv[2]), path, only)
         return
     if what == "order":
         order(sys.argv[2:])
