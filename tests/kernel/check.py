@@ -91,13 +91,15 @@
                                         (where present), and every COND holds: `NAME OP
                                         VALUE` (OP one of >= <= > <), NAME a field or
                                         `A/B` (a ratio), VALUE a number, or NUMBERms for
-                                        a duration
+                                        a duration; `sum:COND`: COND over the sums of
+                                        the events' fields
     check.py sched-nested SPIN NAP N    ufunc's layer(2) (SPIN ms on the CPU, then layer(1),
                                         which sleeps NAP ms), N times, -f json events of
                                         `arg0` and the figures, in return order: each
-                                        inner call took NAP ms and was blocked 90% of
+                                        inner call took NAP ms and was blocked half of
                                         it at least; each outer call slept its
-                                        inner call's sleep and ran SPIN ms more than it;
+                                        inner call's sleep, took SPIN ms more than it
+                                        and ran longer;
                                         oncpu + offcpu == latency in each
     check.py sched-sums N               the JSON aggregations `calls` (count), `on`, `off`,
                                         `rq`, `bl`, `lat` (sums): calls == N, on + off ==
@@ -462,6 +464,9 @@ def sched(n, args):
     select = [a.split("=", 1) for a in args if re.fullmatch(r"\w+=[^=<>]+", a)]
     frames = [a.split("~", 1) for a in args if "~" in a]
     conds = [a for a in args if not re.fullmatch(r"\w+=[^=<>]+", a) and "~" not in a]
+    # `sum:COND`: COND over the sums of the events' fields (`sum:runq/latency>=0.3`).
+    sums = [a[len("sum:"):] for a in conds if a.startswith("sum:")]
+    conds = [a for a in conds if not a.startswith("sum:")]
     evs = [r["fields"] for r in records() if r["type"] == "event"]
     evs = [e for e in evs if all(str(e.get(k)) == v for k, v in select)]
     if len(evs) != n:
@@ -504,6 +509,11 @@ def sched(n, args):
         a = c.split("?", 1)[0]
         if "?" in c and not quiet.get(a):
             fail(f"no event where {a}")
+    total = {k: sum(e[k] for e in evs) for k in (evs[0] if evs else {}) if all(isinstance(e.get(k), int) for e in evs)}
+    for c in sums:
+        print(f"over the {n} events:")
+        if not holds(total, c, value, ops):
+            fail(f"over the events: not {c}")
 
 
 def holds(e, c, value, ops):
@@ -557,15 +567,21 @@ def sched_nested(spin_ms, nap_ms, n):
                 fail(f"call {g}: the outer call's longest stretch is not its inner call's sleep")
         # The kernel arms the sleep's timer before the thread leaves the CPU, and that
         # stretch is on the CPU (or, were it preempted there, in the run queue): the nap
-        # is within the call's latency exactly, and most of it, not all, is blocked.
+        # is within the call's latency exactly, and most of it, not all, is blocked. A
+        # host that stops the guest in that stretch lengthens it (seen: 2.9 ms of a 20 ms
+        # nap on 5.10, sched_span_thread.case), so the stated tolerance is half the nap.
         if inner["latency_ns"] < nap_ms * ms or inner["switches"] < 1:
             fail(f"call {g}: the inner call did not sleep {nap_ms} ms")
-        if inner["blocked_ns"] < 0.9 * nap_ms * ms:
+        if inner["blocked_ns"] < 0.5 * nap_ms * ms:
             fail(f"call {g}: the inner call's {nap_ms} ms sleep is not counted as blocked")
         if outer["blocked_ns"] < inner["blocked_ns"] or outer["switches"] < inner["switches"]:
             fail(f"call {g}: the outer call misses its inner call's sleep")
-        if outer["oncpu_ns"] - inner["oncpu_ns"] < spin_ms * ms:
-            fail(f"call {g}: the outer call ran less than {spin_ms} ms more than the inner one")
+        # spin() lasts SPIN ms of the monotonic clock (and of the thread's CPU clock, which
+        # a TCG guest runs apart from it: no bound on oncpu from that).
+        if outer["latency_ns"] - inner["latency_ns"] < spin_ms * ms:
+            fail(f"call {g}: the outer call took less than {spin_ms} ms more than the inner one")
+        if outer["oncpu_ns"] <= inner["oncpu_ns"]:
+            fail(f"call {g}: the outer call ran no longer than the inner one")
 
 
 def sched_sums(n):
