@@ -46,9 +46,10 @@
                                         at least MIN counts
 
     check.py naps PATTERN               text output of tests/kernel/user/sleeper.c and of a
-                                        `sum(latency / 1ms)`: the rows matching PATTERN add
-                                        up to at least 1000 (100 naps of 10 ms) and at most
-                                        the naps' own time (`in N us`, which holds them)
+                                        `sum(latency / 1us)`: the rows matching PATTERN add
+                                        up to at least 90% of 10 ms for each nap that
+                                        blocked (the sleeper's count) and at most the
+                                        naps' own time (`in N us`, which holds them)
 
     check.py samples DUE PCT            a profile's text SUMMARY: `matched` is DUE within
                                         PCT percent; samples the kernel reports `lost`
@@ -294,17 +295,27 @@ def shares(least, points, wants):
 
 
 def naps(pattern):
-    """The microseconds of the rows matching PATTERN: 1 s at least, at most the naps' time.
-    (In microseconds: whole milliseconds cut up to 1 ms from each of the 100 stretches.)"""
+    """The microseconds of the rows matching PATTERN: at most the naps' time (exact: each
+    stretch is inside a nap), and at least 90% of 10 ms for each nap that blocked (the
+    sleeper's own count): a blocked nap is off the CPU from its switch-out to past its
+    timer's end, which is 10 ms after the timer was armed, on the CPU, a little earlier;
+    a loaded host that stops the guest in between lengthens that stretch (2.9 ms of a 20
+    ms nap seen, sched_span_thread.case): the stated tolerance is 10% over the naps. A
+    nap whose timer ran out before its switch-out has no stretch: not counted. (In
+    microseconds: whole milliseconds cut up to 1 ms from each stretch.)"""
     lines = sys.stdin.read().splitlines()
     took = [int(m.group(1)) for m in (re.search(r"^sleeper: .* in (\d+) us$", l) for l in lines) if m]
     if len(took) != 1:
         fail(f"no one line of the sleeper's time: {took}")
+    said = [int(m.group(1)) for m in (re.search(r"^sleeper: the naps switched (\d+) times blocked", l) for l in lines) if m]
+    if len(said) != 1:
+        fail(f"no one line of the sleeper's switches: {said}")
+    least = int(0.9 * said[0] * 10_000)
     rows = [re.fullmatch(r"  (.*) (\d+)", line) for line in lines]
     got = sum(int(m.group(2)) for m in rows if m and re.search(pattern, m.group(1)))
-    print(f"rows matching {pattern!r}: {got} us; the naps took {took[0]} us")
-    if not 1_000_000 <= got <= took[0]:
-        fail(f"{got} us is not between 1000000 and {took[0]}")
+    print(f"rows matching {pattern!r}: {got} us; {said[0]} naps blocked; the naps took {took[0]} us")
+    if not least <= got <= took[0]:
+        fail(f"{got} us is not between {least} and {took[0]}")
 
 
 def samples(due, pct):
