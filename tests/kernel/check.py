@@ -43,7 +43,13 @@
     check.py shares MIN PTS RE:PCT...   text output: of the aggregation rows whose keys
                                         match one of the REs, those of each RE make PCT
                                         percent of their counts, within PTS points, over
-                                        at least MIN counts
+                                        at least MIN counts. PTS `Ksd`: K standard
+                                        deviations of a share of half the counts taken
+                                        independently (rows of two profiles of one
+                                        thread: a late timer interrupt gives both a
+                                        sample at the same instruction, so the
+                                        independent samples are at least the larger
+                                        profile's, at least half of all)
 
     check.py naps PATTERN               text output of tests/kernel/user/sleeper.c and of a
                                         `sum(latency / 1us)`: the rows matching PATTERN add
@@ -289,9 +295,17 @@ def shares(least, points, wants):
         fail(f"{total} counts match, fewer than {least}: {rows}")
     for (r, pct), n in zip(wants, got):
         share = 100 * n / total
-        print(f"{r}: {n} of {total}, {share:.1f}% (expected {pct}% +- {points})")
-        if abs(share - pct) > points:
-            fail(f"{r!r} is {share:.1f}% of {total}, not {pct}% +- {points}")
+        pts = float(points[:-2]) * binomial_sd(pct, total / 2) if points.endswith("sd") else float(points)
+        print(f"{r}: {n} of {total}, {share:.1f}% (expected {pct}% +- {pts:.1f})")
+        if abs(share - pct) > pts:
+            fail(f"{r!r} is {share:.1f}% of {total}, not {pct}% +- {pts:.1f}")
+
+
+def binomial_sd(pct, n):
+    """In points: the standard deviation of the share of n independent samples that each
+    fall in with probability pct percent."""
+    p = pct / 100
+    return 100 * math.sqrt(p * (1 - p) / n)
 
 
 def naps(pattern):
@@ -649,7 +663,7 @@ def main():
         samples(int(sys.argv[2]), float(sys.argv[3]))
         return
     if what == "shares":
-        shares(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:])
+        shares(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
         return
     if what == "blocked":
         blocked(sys.argv[2])
