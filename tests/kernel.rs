@@ -1142,6 +1142,13 @@ fn guest(kernel: &str) -> ExitCode {
             Vec::new()
         }
     };
+    // FSLAT_REPEAT=N: the selected cases N times over in this one boot (to find a case
+    // that fails now and then, without paying a boot per run).
+    let repeat = env_nonempty("FSLAT_REPEAT")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let files: Vec<PathBuf> = (0..repeat).flat_map(|_| files.iter().cloned()).collect();
     let _ = fs::remove_dir_all(GUEST_WORK);
     if let Err(e) = fs::create_dir_all(GUEST_WORK) {
         engine_fail(

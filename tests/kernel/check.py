@@ -43,12 +43,19 @@
     check.py shares MIN PTS RE:PCT...   text output: of the aggregation rows whose keys
                                         match one of the REs, those of each RE make PCT
                                         percent of their counts, within PTS points, over
-                                        at least MIN counts
+                                        at least MIN counts. PTS `Ksd`: K standard
+                                        deviations of a share of half the counts taken
+                                        independently (rows of two profiles of one
+                                        thread: a late timer interrupt gives both a
+                                        sample at the same instruction, so the
+                                        independent samples are at least the larger
+                                        profile's, at least half of all)
 
     check.py naps PATTERN               text output of tests/kernel/user/sleeper.c and of a
-                                        `sum(latency / 1ms)`: the rows matching PATTERN add
-                                        up to at least 1000 (100 naps of 10 ms) and at most
-                                        the naps' own time (`in N us`, which holds them)
+                                        `sum(latency / 1us)`: the rows matching PATTERN add
+                                        up to at least 90% of 10 ms for each nap that
+                                        blocked (the sleeper's count) and at most the
+                                        naps' own time (`in N us`, which holds them)
 
     check.py samples DUE PCT            a profile's text SUMMARY: `matched` is DUE within
                                         PCT percent; samples the kernel reports `lost`
@@ -66,6 +73,21 @@
                                         (each directly above the one before, inside
                                         its width) with N calls each; stdin unused
 
+    check.py slow-reads MS [FILE] [--only RE]
+                                        the slow-read workload under a `latency >= MS ms`
+                                        filter: its events (text `EVENT` lines or JSON
+                                        events) are its one slow pipe read per run and at
+                                        most those of its ordinary reads that it timed
+                                        itself at MS ms or more (its `slow-read:` line, in
+                                        FILE or, for `-c`, in the same stdout); so exactly
+                                        one a run when none was that slow. A read's
+                                        latency is within the time its process saw
+                                        around the call: no other read can pass. With
+                                        --only, only the lines matching RE count (under
+                                        -c: the workload's one-byte reads, not python's
+                                        start-up nor its writer's /proc reads, which it
+                                        does not time)
+
     check.py order RE...                text output: the lines that match any RE, in
                                         order, match the REs one for one (`^begin
                                         ^read ^end`: begin first, end last)
@@ -76,13 +98,15 @@
                                         (where present), and every COND holds: `NAME OP
                                         VALUE` (OP one of >= <= > <), NAME a field or
                                         `A/B` (a ratio), VALUE a number, or NUMBERms for
-                                        a duration
+                                        a duration; `sum:COND`: COND over the sums of
+                                        the events' fields
     check.py sched-nested SPIN NAP N    ufunc's layer(2) (SPIN ms on the CPU, then layer(1),
                                         which sleeps NAP ms), N times, -f json events of
                                         `arg0` and the figures, in return order: each
-                                        inner call took NAP ms and was blocked 90% of
+                                        inner call took NAP ms and was blocked half of
                                         it at least; each outer call slept its
-                                        inner call's sleep and ran SPIN ms more than it;
+                                        inner call's sleep, took SPIN ms more than it
+                                        and ran longer;
                                         oncpu + offcpu == latency in each
     check.py sched-sums N               the JSON aggregations `calls` (count), `on`, `off`,
                                         `rq`, `bl`, `lat` (sums): calls == N, on + off ==
@@ -271,23 +295,41 @@ def shares(least, points, wants):
         fail(f"{total} counts match, fewer than {least}: {rows}")
     for (r, pct), n in zip(wants, got):
         share = 100 * n / total
-        print(f"{r}: {n} of {total}, {share:.1f}% (expected {pct}% +- {points})")
-        if abs(share - pct) > points:
-            fail(f"{r!r} is {share:.1f}% of {total}, not {pct}% +- {points}")
+        pts = float(points[:-2]) * binomial_sd(pct, total / 2) if points.endswith("sd") else float(points)
+        print(f"{r}: {n} of {total}, {share:.1f}% (expected {pct}% +- {pts:.1f})")
+        if abs(share - pct) > pts:
+            fail(f"{r!r} is {share:.1f}% of {total}, not {pct}% +- {pts:.1f}")
+
+
+def binomial_sd(pct, n):
+    """In points: the standard deviation of the share of n independent samples that each
+    fall in with probability pct percent."""
+    p = pct / 100
+    return 100 * math.sqrt(p * (1 - p) / n)
 
 
 def naps(pattern):
-    """The microseconds of the rows matching PATTERN: 1 s at least, at most the naps' time.
-    (In microseconds: whole milliseconds cut up to 1 ms from each of the 100 stretches.)"""
+    """The microseconds of the rows matching PATTERN: at most the naps' time (exact: each
+    stretch is inside a nap), and at least 90% of 10 ms for each nap that blocked (the
+    sleeper's own count): a blocked nap is off the CPU from its switch-out to past its
+    timer's end, which is 10 ms after the timer was armed, on the CPU, a little earlier;
+    a loaded host that stops the guest in between lengthens that stretch (2.9 ms of a 20
+    ms nap seen, sched_span_thread.case): the stated tolerance is 10% over the naps. A
+    nap whose timer ran out before its switch-out has no stretch: not counted. (In
+    microseconds: whole milliseconds cut up to 1 ms from each stretch.)"""
     lines = sys.stdin.read().splitlines()
     took = [int(m.group(1)) for m in (re.search(r"^sleeper: .* in (\d+) us$", l) for l in lines) if m]
     if len(took) != 1:
         fail(f"no one line of the sleeper's time: {took}")
+    said = [int(m.group(1)) for m in (re.search(r"^sleeper: the naps switched (\d+) times blocked", l) for l in lines) if m]
+    if len(said) != 1:
+        fail(f"no one line of the sleeper's switches: {said}")
+    least = int(0.9 * said[0] * 10_000)
     rows = [re.fullmatch(r"  (.*) (\d+)", line) for line in lines]
     got = sum(int(m.group(2)) for m in rows if m and re.search(pattern, m.group(1)))
-    print(f"rows matching {pattern!r}: {got} us; the naps took {took[0]} us")
-    if not 1_000_000 <= got <= took[0]:
-        fail(f"{got} us is not between 1000000 and {took[0]}")
+    print(f"rows matching {pattern!r}: {got} us; {said[0]} naps blocked; the naps took {took[0]} us")
+    if not least <= got <= took[0]:
+        fail(f"{got} us is not between {least} and {took[0]}")
 
 
 def samples(due, pct):
@@ -419,6 +461,24 @@ def span_intervals(min_busy):
         fail(f"only {len(busy)} intervals saw spans, expected at least {min_busy}")
 
 
+def slow_reads(ms, path, only):
+    text = sys.stdin.read()
+    if only:
+        text = "\n".join(l for l in text.splitlines() if l.startswith("slow-read:") or re.search(only, l))
+    said = open(path).read() if path else text
+    runs = re.findall(r"^slow-read: ordinary reads of 5 ms or more \(us\): \[([\d, ]*)\]$", said, re.M)
+    if not runs:
+        fail("no `slow-read:` line of the workload")
+    slow = [int(u) for r in runs for u in r.split(",") if u.strip()]
+    could = sum(1 for u in slow if u >= ms * 1000)
+    events = len(re.findall(r'^EVENT |"type":"event"', text, re.M))
+    print(f"{events} events; {len(runs)} slow pipe read(s); ordinary reads of 5 ms or more "
+          f"(us): {slow}, {could} of them {ms} ms or more")
+    if not len(runs) <= events <= len(runs) + could:
+        fail(f"expected {len(runs)} events, and up to {could} more for ordinary reads "
+             f"that took {ms} ms or more")
+
+
 def order(patterns):
     res = [re.compile(p) for p in patterns]
     seen = [line.rstrip("\n") for line in sys.stdin if any(r.search(line) for r in res)]
@@ -429,6 +489,9 @@ def sched(n, args):
     select = [a.split("=", 1) for a in args if re.fullmatch(r"\w+=[^=<>]+", a)]
     frames = [a.split("~", 1) for a in args if "~" in a]
     conds = [a for a in args if not re.fullmatch(r"\w+=[^=<>]+", a) and "~" not in a]
+    # `sum:COND`: COND over the sums of the events' fields (`sum:runq/latency>=0.3`).
+    sums = [a[len("sum:"):] for a in conds if a.startswith("sum:")]
+    conds = [a for a in conds if not a.startswith("sum:")]
     evs = [r["fields"] for r in records() if r["type"] == "event"]
     evs = [e for e in evs if all(str(e.get(k)) == v for k, v in select)]
     if len(evs) != n:
@@ -471,6 +534,11 @@ def sched(n, args):
         a = c.split("?", 1)[0]
         if "?" in c and not quiet.get(a):
             fail(f"no event where {a}")
+    total = {k: sum(e[k] for e in evs) for k in (evs[0] if evs else {}) if all(isinstance(e.get(k), int) for e in evs)}
+    for c in sums:
+        print(f"over the {n} events:")
+        if not holds(total, c, value, ops):
+            fail(f"over the events: not {c}")
 
 
 def holds(e, c, value, ops):
@@ -524,15 +592,21 @@ def sched_nested(spin_ms, nap_ms, n):
                 fail(f"call {g}: the outer call's longest stretch is not its inner call's sleep")
         # The kernel arms the sleep's timer before the thread leaves the CPU, and that
         # stretch is on the CPU (or, were it preempted there, in the run queue): the nap
-        # is within the call's latency exactly, and most of it, not all, is blocked.
+        # is within the call's latency exactly, and most of it, not all, is blocked. A
+        # host that stops the guest in that stretch lengthens it (seen: 2.9 ms of a 20 ms
+        # nap on 5.10, sched_span_thread.case), so the stated tolerance is half the nap.
         if inner["latency_ns"] < nap_ms * ms or inner["switches"] < 1:
             fail(f"call {g}: the inner call did not sleep {nap_ms} ms")
-        if inner["blocked_ns"] < 0.9 * nap_ms * ms:
+        if inner["blocked_ns"] < 0.5 * nap_ms * ms:
             fail(f"call {g}: the inner call's {nap_ms} ms sleep is not counted as blocked")
         if outer["blocked_ns"] < inner["blocked_ns"] or outer["switches"] < inner["switches"]:
             fail(f"call {g}: the outer call misses its inner call's sleep")
-        if outer["oncpu_ns"] - inner["oncpu_ns"] < spin_ms * ms:
-            fail(f"call {g}: the outer call ran less than {spin_ms} ms more than the inner one")
+        # spin() lasts SPIN ms of the monotonic clock (and of the thread's CPU clock, which
+        # a TCG guest runs apart from it: no bound on oncpu from that).
+        if outer["latency_ns"] - inner["latency_ns"] < spin_ms * ms:
+            fail(f"call {g}: the outer call took less than {spin_ms} ms more than the inner one")
+        if outer["oncpu_ns"] <= inner["oncpu_ns"]:
+            fail(f"call {g}: the outer call ran no longer than the inner one")
 
 
 def sched_sums(n):
@@ -552,6 +626,12 @@ def sched_sums(n):
 
 def main():
     what = sys.argv[1]
+    if what == "slow-reads":
+        rest = sys.argv[3:]
+        only = rest[rest.index("--only") + 1] if "--only" in rest else None
+        path = rest[0] if rest and rest[0] != "--only" else None
+        slow_reads(int(sys.argv[2]), path, only)
+        return
     if what == "order":
         order(sys.argv[2:])
         return
@@ -583,7 +663,7 @@ def main():
         samples(int(sys.argv[2]), float(sys.argv[3]))
         return
     if what == "shares":
-        shares(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:])
+        shares(int(sys.argv[2]), sys.argv[3], sys.argv[4:])
         return
     if what == "blocked":
         blocked(sys.argv[2])
