@@ -639,6 +639,18 @@ struct {
 #define FSLAT_UWALK_MAP 1	/* steps of the mappings' search */
 #define FSLAT_UWALK_ROW 2	/* steps of the rows' search */
 #define FSLAT_UWALK_STEPS 4	/* search steps a turn */
+/* A mask over an index below FSLAT_STACK_DEPTH; within the scratch value even at 127. */
+#define FSLAT_UWALK_INDEX 127
+_Static_assert(FSLAT_STACK_DEPTH <= FSLAT_UWALK_INDEX + 1, "walk index mask");
+_Static_assert(sizeof(struct fslat_ustack_scratch) >= (FSLAT_UWALK_INDEX + 1) * 8, "walk index mask");
+
+/* n masked, the compiler kept from dropping the mask (it knows n is below the depth
+ * where the verifier of 6.1 does not). */
+static __always_inline __u32 fslat_uwalk_index(__u32 n)
+{
+	asm volatile("" : "+r"(n));
+	return n & FSLAT_UWALK_INDEX;
+}
 
 /* The last word of a stack that ends in an error: FSLAT_UWALK_ERROR | reason. */
 #define FSLAT_UWALK_ERROR 0xffffffffffffff00ULL
@@ -730,7 +742,8 @@ static long fslat_uwalk_step(__u64 i, void *ctx)
 			w->end = FSLAT_UWALK_DEEP;
 			return 1;
 		}
-		s->ips[n] = w->ip;
+		/* Masked as well: 6.1's verifier loses the bound of a copied register. */
+		s->ips[fslat_uwalk_index(n)] = w->ip;
 		w->n = n + 1;
 		/* A return address is looked up one byte back, inside its call. */
 		w->pc = n ? w->ip - 1 : w->ip;
@@ -821,11 +834,12 @@ static __always_inline __u64 fslat_uwalk(__u32 tgid, __u64 *lost, bool files)
 	if (n > FSLAT_STACK_DEPTH)
 		n = FSLAT_STACK_DEPTH;
 	s->n = n;
-	/* The error frame, then the end (a zero). */
+	/* The error frame, then the end (a zero); the indexes masked, as 6.1's verifier
+	 * loses the bound of n where the compiler copies it. */
 	if (end != FSLAT_UWALK_COMPLETE && n < FSLAT_STACK_DEPTH)
-		s->ips[n++] = FSLAT_UWALK_ERROR | end;
+		s->ips[fslat_uwalk_index(n++)] = FSLAT_UWALK_ERROR | end;
 	if (n < FSLAT_STACK_DEPTH)
-		s->ips[n] = 0;
+		s->ips[fslat_uwalk_index(n)] = 0;
 	__u64 h = 0xcbf29ce484222325ULL;
 	for (__u32 i = 0; i < FSLAT_STACK_DEPTH; i++) {
 		if (i >= n)
