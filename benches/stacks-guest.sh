@@ -57,7 +57,7 @@ echo "| tracer on vfs_read, N=$N × pread(fd, buf, 1, 0), median of $REPS | gues
 echo "|---|---|"
 # BENCH_ROWS=ustack: the user-stack rows only (issue 45): a key unwound with CFI from an
 # 8192-byte copy (the default) against the kernel's frame-pointer walk and bpftrace's.
-# BENCH_ROWS=ustack-pid: the rows with -p only.
+# BENCH_ROWS=ustack-pid: the rows with -p only (with the walk in the kernel, --ustack-walk).
 if [[ ${BENCH_ROWS:-} == ustack* ]]; then
     [[ $BENCH_ROWS == ustack-pid ]] || {
         row "fslat \`{ count() }\`, fsession" Tracing "$FSLAT" --mode fsession -e 'session vfs_read { count() }'
@@ -68,6 +68,7 @@ if [[ ${BENCH_ROWS:-} == ustack* ]]; then
     # The same, each tracer told the workload's pid: its own reads cost a compare.
     ONCE=once_pid row "fslat -p \`{ count() }\`, fsession" Tracing "$FSLAT" -p PID --mode fsession -e 'session vfs_read { count() }'
     ONCE=once_pid row "fslat -p \`{ count() by ustack }\`, fsession, CFI (--ustack-bytes 8192)" Tracing "$FSLAT" -p PID --mode fsession -e 'session vfs_read { count() by ustack }'
+    ONCE=once_pid row "fslat -p \`{ count() by ustack }\`, fsession, --ustack-walk (CFI tables in the kernel)" Tracing "$FSLAT" -p PID --mode fsession --ustack-walk -e 'session vfs_read { count() by ustack }'
     ONCE=once_pid row "fslat -p \`{ count() by ustack }\`, fsession, --ustack-bytes 0" Tracing "$FSLAT" -p PID --mode fsession --ustack-bytes 0 -e 'session vfs_read { count() by ustack }'
     ONCE=once_pid row "bpftrace -p \`fexit:vfs_read /pid == PID/ { @[ustack] = count(); }\`" "Attached " chroot "$ROOT" bpftrace -e 'fexit:vfs_read /pid == PID/ { @[ustack] = count(); }'
     exit 0

@@ -228,6 +228,15 @@ static long fslat_uframe_step(__u64 i, void *ctx)
 	return 0;
 }
 
+/* Resolves the s->n frames in s->ips under `key`. */
+static __always_inline void fslat_ustack_resolve(__u64 key)
+{
+	bpf_loop(FSLAT_STACK_DEPTH, fslat_uframe_step, NULL, 0);
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (s)
+		bpf_map_update_elem(&FSLAT_UFRAMES_MAP, &key, &s->frames, BPF_NOEXIST);
+}
+
 /* Resolves the user stack being captured, once per key. */
 static __always_inline void fslat_ustack_files(void *ctx, __u64 key)
 {
@@ -240,10 +249,7 @@ static __always_inline void fslat_ustack_files(void *ctx, __u64 key)
 	if (len <= 0)
 		return;
 	s->n = (__u32)len / sizeof(__u64);
-	bpf_loop(FSLAT_STACK_DEPTH, fslat_uframe_step, NULL, 0);
-	s = fslat_ustack_buf();
-	if (s)
-		bpf_map_update_elem(&FSLAT_UFRAMES_MAP, &key, &s->frames, BPF_NOEXIST);
+	fslat_ustack_resolve(key);
 }
 #endif /* FSLAT_USTACK_FILES */
 
@@ -501,7 +507,7 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost, bool fil
 		if (w - code_lo < code_span || w - lib_lo < lib_span)
 			h = (h ^ w) * 0x100000001b3ULL;
 	}
-	__u64 key = ((__u64)tgid << 32) | (__u32)((h ^ (h >> 32)) & (FSLAT_USTACK_SECOND - 1));
+	__u64 key = ((__u64)tgid << 32) | (__u32)((h ^ (h >> 32)) & (FSLAT_USTACK_WALKED - 1));
 	if (bpf_map_lookup_elem(&FSLAT_UCOPIES_MAP, &key))
 		return key;
 #ifdef FSLAT_USTACK_FILES
@@ -523,6 +529,339 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost, bool fil
 }
 #endif /* FSLAT_USTACK_COPY */
 
+#ifdef FSLAT_USTACK_WALK
+/*
+ * --ustack-walk: user stacks unwound in the kernel, from tables user space derives from
+ * each mapped file's CFI (src/stacks/walk.rs), in the layout of Parca's unwinder.
+ * FSLAT_UROWS_MAP: every prepared file's rows, each file's sorted by address and stored
+ * once (processes mapping the file share them); FSLAT_UPROCS_MAP: per process (by the
+ * slot FSLAT_USLOTS_MAP gives its tgid), its executable file mappings, sorted, each with
+ * its file's rows. The key is the tgid and a hash of the frames' addresses, as a
+ * frame-pointer stack's; a process not prepared yet (or that exec'd since) is copied
+ * (fslat_ustack_copy) and unwound in user space as without the walk.
+ *
+ * The walk is one bpf_loop of small turns, its state in a per-CPU map value: a turn
+ * records a frame, or takes a few steps of a binary search (of the mappings, then of the
+ * file's rows), or steps to the caller. Loops that branch inside one program would make
+ * the verifier walk every way through them (it did: a million instructions).
+ */
+struct fslat_urow {
+	__u32 pc;	/* in the file's own addresses (the address less the mapping's bias) */
+	__u8 kind;	/* FSLAT_UROW_* */
+	__u8 bp_saved;	/* the caller's rbp is at CFA + bp_offset (else rbp is kept) */
+	__s16 cfa_offset;
+	__s16 bp_offset;
+	__u16 pad;
+};
+#define FSLAT_UROW_GAP 0	/* no CFI here: the frame pointer */
+#define FSLAT_UROW_SP 1		/* CFA = rsp + cfa_offset */
+#define FSLAT_UROW_BP 2		/* CFA = rbp + cfa_offset */
+#define FSLAT_UROW_END 3	/* the return address is undefined: the outermost frame */
+#define FSLAT_UROW_BAD 4	/* a rule the walk does not follow */
+
+struct fslat_umap {
+	__u64 start;
+	__u64 end;
+	__u64 bias;
+	__u32 row_lo;
+	__u32 rows;	/* 0: the file has no CFI, frame pointers */
+};
+
+struct fslat_uproc {
+	__u64 start_stack;	/* the process's, to tell an exec since */
+	__u32 n;
+	__u32 pad;
+	struct fslat_umap m[FSLAT_UWALK_MAPS];
+};
+
+struct fslat_uwalk_frames {
+	__u64 ips[FSLAT_STACK_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FSLAT_UROWS_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct fslat_urow);
+} FSLAT_UROWS_MAP SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FSLAT_UPROCS_ENTRIES);
+	__type(key, __u32);
+	__type(value, struct fslat_uproc);
+} FSLAT_UPROCS_MAP SEC(".maps");
+
+/* tgid -> slot in FSLAT_UPROCS_MAP (an array: its look-ups are inlined). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FSLAT_UPROCS_ENTRIES);
+	__type(key, __u32);
+	__type(value, __u32);
+} FSLAT_USLOTS_MAP SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	/* As many as the copies (a profile's are preallocated). */
+	__uint(max_entries, FSLAT_UCOPIES_ENTRIES);
+#ifndef FSLAT_UCOPIES_PREALLOC
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+#endif
+	__type(key, __u64);
+	__type(value, struct fslat_uwalk_frames);
+} FSLAT_UWALKS_MAP SEC(".maps");
+
+/* The walk's state between its turns. `end`: how it ended. */
+struct fslat_uwalk {
+	__u64 ip;
+	__u64 sp;
+	__u64 bp;
+	__u64 pc;
+	__u64 rel;
+	__u32 slot;
+	__u32 n;
+	__u32 end;
+	__u32 phase;
+	__u32 lo;
+	__u32 hi;
+	__u32 first;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fslat_uwalk);
+} FSLAT_UWALK_SCRATCH_MAP SEC(".maps");
+
+#define FSLAT_UWALK_FRAME 0	/* record w->ip, then search the mappings */
+#define FSLAT_UWALK_MAP 1	/* steps of the mappings' search */
+#define FSLAT_UWALK_ROW 2	/* steps of the rows' search */
+#define FSLAT_UWALK_STEPS 4	/* search steps a turn */
+/* A mask over an index below FSLAT_STACK_DEPTH; within the scratch value even at 127. */
+#define FSLAT_UWALK_INDEX 127
+_Static_assert(FSLAT_STACK_DEPTH <= FSLAT_UWALK_INDEX + 1, "walk index mask");
+_Static_assert(sizeof(struct fslat_ustack_scratch) >= (FSLAT_UWALK_INDEX + 1) * 8, "walk index mask");
+
+/* n masked, the compiler kept from dropping the mask (it knows n is below the depth
+ * where the verifier of 6.1 does not). */
+static __always_inline __u32 fslat_uwalk_index(__u32 n)
+{
+	asm volatile("" : "+r"(n));
+	return n & FSLAT_UWALK_INDEX;
+}
+
+/* The last word of a stack that ends in an error: FSLAT_UWALK_ERROR | reason. */
+#define FSLAT_UWALK_ERROR 0xffffffffffffff00ULL
+#define FSLAT_UWALK_COMPLETE 0
+#define FSLAT_UWALK_NO_FILE 1		/* an address in no prepared mapping */
+#define FSLAT_UWALK_UNSUPPORTED 2	/* a rule the walk does not follow */
+#define FSLAT_UWALK_NO_FP 3		/* no CFI and no frame pointer */
+#define FSLAT_UWALK_NO_GROWTH 4		/* the stack pointer did not grow */
+#define FSLAT_UWALK_UNREADABLE 5	/* the stack could not be read there */
+#define FSLAT_UWALK_DEEP 6		/* FSLAT_STACK_DEPTH frames (or turns): truncated */
+
+/* To the caller by the rule `kind` (`row`: its offsets): 0 to go on, 1 at the end. */
+static __always_inline long fslat_uwalk_apply(struct fslat_uwalk *w, __u32 kind,
+					      struct fslat_urow *row)
+{
+	__u64 cfa;
+	__u8 bp_saved = row->bp_saved;
+	__s64 bp_offset = row->bp_offset;
+	if (kind == FSLAT_UROW_END) {
+		w->end = FSLAT_UWALK_COMPLETE;
+		return 1;
+	} else if (kind == FSLAT_UROW_SP || kind == FSLAT_UROW_BP) {
+		cfa = (kind == FSLAT_UROW_SP ? w->sp : w->bp) + (__s64)row->cfa_offset;
+	} else if (kind == FSLAT_UROW_GAP && w->bp > w->sp && w->bp - w->sp < (8 << 20)) {
+		/* No CFI: the frame pointer (push rbp; mov rsp, rbp). */
+		cfa = w->bp + 16;
+		bp_saved = 1;
+		bp_offset = -16;
+	} else {
+		w->end = kind == FSLAT_UROW_GAP ? FSLAT_UWALK_NO_FP : FSLAT_UWALK_UNSUPPORTED;
+		return 1;
+	}
+	if (cfa <= w->sp) {
+		w->end = FSLAT_UWALK_NO_GROWTH;
+		return 1;
+	}
+	__u64 ra = 0, bp = w->bp;
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)) ||
+	    (bp_saved && bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + bp_offset)))) {
+		w->end = FSLAT_UWALK_UNREADABLE;
+		return 1;
+	}
+	if (!ra) {
+		w->end = FSLAT_UWALK_COMPLETE;
+		return 1;
+	}
+	w->ip = ra;
+	w->sp = cfa;
+	w->bp = bp;
+	w->phase = FSLAT_UWALK_FRAME;
+	return 0;
+}
+
+/* The mappings' search is over: the file's rows next (or the frame pointer). */
+static __always_inline long fslat_uwalk_mapped(struct fslat_uwalk *w, struct fslat_uproc *p)
+{
+	struct fslat_urow none = {};
+	__u32 lo = w->lo;
+	if (lo == 0 || lo > FSLAT_UWALK_MAPS) {
+		w->end = FSLAT_UWALK_NO_FILE;
+		return 1;
+	}
+	struct fslat_umap *m = &p->m[(lo - 1) & (FSLAT_UWALK_MAPS - 1)];
+	if (w->pc >= m->end) {
+		w->end = FSLAT_UWALK_NO_FILE;
+		return 1;
+	}
+	__u64 rel = w->pc - m->bias;
+	if (!m->rows || rel > 0xffffffffULL)
+		return fslat_uwalk_apply(w, FSLAT_UROW_GAP, &none);
+	w->rel = rel;
+	w->first = m->row_lo;
+	w->lo = m->row_lo;
+	w->hi = m->row_lo + m->rows;
+	w->phase = FSLAT_UWALK_ROW;
+	return 0;
+}
+
+static long fslat_uwalk_step(__u64 i, void *ctx)
+{
+	__u32 zero = 0;
+	struct fslat_uwalk *w = bpf_map_lookup_elem(&FSLAT_UWALK_SCRATCH_MAP, &zero);
+	if (!w)
+		return 1;
+	if (w->phase == FSLAT_UWALK_FRAME) {
+		struct fslat_ustack_scratch *s = fslat_ustack_buf();
+		__u32 n = w->n;
+		if (!s || n >= FSLAT_STACK_DEPTH) {
+			w->end = FSLAT_UWALK_DEEP;
+			return 1;
+		}
+		/* Masked as well: 6.1's verifier loses the bound of a copied register. */
+		s->ips[fslat_uwalk_index(n)] = w->ip;
+		w->n = n + 1;
+		/* A return address is looked up one byte back, inside its call. */
+		w->pc = n ? w->ip - 1 : w->ip;
+		w->lo = 0;
+		w->phase = FSLAT_UWALK_MAP;
+		struct fslat_uproc *p = bpf_map_lookup_elem(&FSLAT_UPROCS_MAP, &w->slot);
+		w->hi = p ? p->n : 0;
+		return 0;
+	}
+	if (w->phase == FSLAT_UWALK_MAP) {
+		struct fslat_uproc *p = bpf_map_lookup_elem(&FSLAT_UPROCS_MAP, &w->slot);
+		if (!p) {
+			w->end = FSLAT_UWALK_NO_FILE;
+			return 1;
+		}
+		__u32 lo = w->lo, hi = w->hi;
+		for (int k = 0; k < FSLAT_UWALK_STEPS && lo < hi; k++) {
+			__u32 mid = (lo + hi) / 2;
+			if (p->m[mid & (FSLAT_UWALK_MAPS - 1)].start <= w->pc)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		w->lo = lo;
+		w->hi = hi;
+		if (lo < hi)
+			return 0;
+		return fslat_uwalk_mapped(w, p);
+	}
+	/* The rows' search: the last row at or below w->rel. */
+	__u32 lo = w->lo, hi = w->hi;
+	for (int k = 0; k < FSLAT_UWALK_STEPS && lo < hi; k++) {
+		__u32 mid = lo + (hi - lo) / 2;
+		struct fslat_urow *r = bpf_map_lookup_elem(&FSLAT_UROWS_MAP, &mid);
+		if (!r) {
+			w->end = FSLAT_UWALK_UNSUPPORTED;
+			return 1;
+		}
+		if (r->pc <= (__u32)w->rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	w->lo = lo;
+	w->hi = hi;
+	if (lo < hi)
+		return 0;
+	struct fslat_urow row = {};
+	__u32 at = lo - 1;
+	struct fslat_urow *r = lo > w->first ? bpf_map_lookup_elem(&FSLAT_UROWS_MAP, &at) : NULL;
+	/* Below the file's first row: no CFI there. */
+	if (r)
+		row = *r;
+	return fslat_uwalk_apply(w, r ? row.kind : FSLAT_UROW_GAP, &row);
+}
+
+/* The walked stack's key, or 0 where the process is not prepared (then: the copy). */
+static __always_inline __u64 fslat_uwalk(__u32 tgid, __u64 *lost, bool files)
+{
+	__u32 zero = 0;
+	__u32 *slot = bpf_map_lookup_elem(&FSLAT_USLOTS_MAP, &tgid);
+	if (!slot)
+		return 0;
+	__u32 at = *slot;
+	struct fslat_uproc *p = bpf_map_lookup_elem(&FSLAT_UPROCS_MAP, &at);
+	struct fslat_uwalk *w = bpf_map_lookup_elem(&FSLAT_UWALK_SCRATCH_MAP, &zero);
+	if (!p || !w)
+		return 0;
+	struct task_struct___fslatu *t = (void *)bpf_get_current_task_btf();
+	struct pt_regs___fslat *regs = (void *)bpf_task_pt_regs((void *)t);
+	struct mm_struct___fslat *mm = t->mm;
+	if (!mm || mm->start_stack != p->start_stack)
+		return 0;
+	w->ip = regs->ip;
+	w->sp = regs->sp;
+	w->bp = regs->bp;
+	w->slot = at;
+	w->n = 0;
+	w->end = FSLAT_UWALK_DEEP;
+	w->phase = FSLAT_UWALK_FRAME;
+	bpf_loop(FSLAT_UWALK_TURNS, fslat_uwalk_step, NULL, 0);
+	w = bpf_map_lookup_elem(&FSLAT_UWALK_SCRATCH_MAP, &zero);
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (!s || !w)
+		return 0;
+	__u32 n = w->n;
+	__u32 end = w->end;
+	if (n > FSLAT_STACK_DEPTH)
+		n = FSLAT_STACK_DEPTH;
+	s->n = n;
+	/* The error frame, then the end (a zero); the indexes masked, as 6.1's verifier
+	 * loses the bound of n where the compiler copies it. */
+	if (end != FSLAT_UWALK_COMPLETE && n < FSLAT_STACK_DEPTH)
+		s->ips[fslat_uwalk_index(n++)] = FSLAT_UWALK_ERROR | end;
+	if (n < FSLAT_STACK_DEPTH)
+		s->ips[fslat_uwalk_index(n)] = 0;
+	__u64 h = 0xcbf29ce484222325ULL;
+	for (__u32 i = 0; i < FSLAT_STACK_DEPTH; i++) {
+		if (i >= n)
+			break;
+		h = (h ^ s->ips[i]) * 0x100000001b3ULL;
+	}
+	__u64 key = ((__u64)tgid << 32) | FSLAT_USTACK_WALKED |
+		    (__u32)((h ^ (h >> 32)) & (FSLAT_USTACK_WALKED - 1));
+	if (bpf_map_lookup_elem(&FSLAT_UWALKS_MAP, &key))
+		return key;
+	if (bpf_map_update_elem(&FSLAT_UWALKS_MAP, &key, s->ips, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&FSLAT_UWALKS_MAP, &key)) {
+		if (lost)
+			__sync_fetch_and_add(lost, 1);
+		return ((__u64)tgid << 32) | 0xffffffffULL;
+	}
+	if (files && !bpf_map_lookup_elem(&FSLAT_UFRAMES_MAP, &key))
+		fslat_ustack_resolve(key);
+	return key;
+}
+#endif /* FSLAT_USTACK_WALK */
+
 /*
  * A user stack id is only meaningful with the process whose mappings its addresses are
  * in: the value is the tgid in the high 32 bits and the (signed) stack id in the low 32,
@@ -532,7 +871,12 @@ static __always_inline __u64 fslat_ustackid_as(void *ctx, void *ring, __u64 *los
 {
 	__u32 tgid = (__u32)(bpf_get_current_pid_tgid() >> 32);
 #ifdef FSLAT_USTACK_COPY
-	__u64 packed = fslat_ustack_copy(tgid, lost, files);
+	__u64 packed = 0;
+#ifdef FSLAT_USTACK_WALK
+	packed = fslat_uwalk(tgid, lost, files);
+#endif
+	if (!packed)
+		packed = fslat_ustack_copy(tgid, lost, files);
 	__s64 id = (__s32)(__u32)packed;
 #else
 	__s64 id = bpf_get_stackid(ctx, &FSLAT_USTACKS_MAP, FSLAT_F_USER_STACK);

@@ -221,6 +221,12 @@ pub struct RunArgs {
         driver::UCOPY_DEFAULT
     ))]
     pub ustack_bytes: Option<u32>,
+
+    /// Unwind user stacks in the kernel, from tables fslat derives from the files'
+    /// call-frame information, where the kernel has bpf_loop and bpf_find_vma (5.17);
+    /// a process not prepared yet is copied as without it (experimental)
+    #[arg(long)]
+    pub ustack_walk: bool,
 }
 
 fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
@@ -425,6 +431,7 @@ impl RunArgs {
             max_keys: self.max_keys,
             max_in_flight: self.max_in_flight,
             ustack_bytes: self.ustack_bytes.unwrap_or(driver::UCOPY_DEFAULT),
+            ustack_walk: self.ustack_walk,
             no_cache: self.no_cache,
             listen: self.listen,
             web_config: self.web_config.clone(),

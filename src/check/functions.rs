@@ -42,6 +42,8 @@ pub struct Options {
     pub cgroups: CgroupLookup,
     /// `--ustack-bytes`: `Program::ustack_bytes`.
     pub ustack_bytes: u32,
+    /// `--ustack-walk`: `Program::ustack_walk`.
+    pub ustack_walk: bool,
     /// `-v`: every session counts `errors`, also where nothing else needs the return
     /// (`Session::counts_errors`).
     pub count_errors: bool,
@@ -74,6 +76,7 @@ impl Default for Options {
             user_mode: None,
             cgroups: no_cgroups,
             ustack_bytes: crate::check::resources::UCOPY_DEFAULT,
+            ustack_walk: false,
             count_errors: false,
         }
     }

@@ -120,6 +120,7 @@ pub fn check_with(
         } else {
             0
         },
+        ustack_walk: uses.ustack && input.opts.ustack_bytes > 0 && input.opts.ustack_walk,
         features: kernel.features(),
         args: args.into_values().collect(),
         begin,

@@ -39,6 +39,10 @@ pub struct Program {
     /// kernel's frame-pointer walk.
     #[serde(default)]
     pub ustack_bytes: u32,
+    /// `--ustack-walk`: user stacks unwound in the kernel where the kernel has `bpf_loop`
+    /// and `bpf_find_vma` (5.17), the copy elsewhere and for processes not prepared.
+    #[serde(default)]
+    pub ustack_walk: bool,
     /// What the kernel the program was checked against can do: codegen picks the code
     /// for it (e.g. plain stores for min/max without BPF atomics).
     pub features: crate::btf::Features,

@@ -33,6 +33,7 @@ pub(super) struct ProgramData {
     pub(super) ustack_files: Option<UstackFilesData>,
     /// `--ustack-bytes N`: registers and N bytes of stack copied at capture.
     pub(super) ustack_copy: Option<UstackCopyData>,
+    pub(super) ustack_walk: Option<UstackWalkData>,
     /// BPF atomics with fetch/cmpxchg (5.12+); without, min/max are plain stores.
     pub(super) atomics: bool,
     /// fentry mode's call stacks in task storage (5.11+), else in a hash map.
@@ -73,6 +74,7 @@ pub(super) struct MapNames {
     pub(super) ustacks: &'static str,
     pub(super) ustacks_2: &'static str,
     pub(super) ustack_second: u32,
+    pub(super) ustack_walked: u32,
     pub(super) ustack_tgids: &'static str,
     pub(super) interval: &'static str,
     pub(super) path_scratch: &'static str,
@@ -115,6 +117,28 @@ pub(super) struct UstackCopyData {
     pub(super) vma_file_at: usize,
     pub(super) vmas: usize,
     pub(super) bytes_at: usize,
+}
+
+/// `ustack` walked in the kernel (`Program::ustack_walk`), from `check::resources`.
+#[derive(Serialize)]
+pub(super) struct UstackWalkData {
+    pub(super) rows_map: &'static str,
+    pub(super) procs_map: &'static str,
+    pub(super) walks_map: &'static str,
+    pub(super) slots_map: &'static str,
+    pub(super) scratch_map: &'static str,
+    pub(super) turns: u32,
+    pub(super) search_steps: u32,
+    pub(super) rows_entries: u32,
+    pub(super) row_steps: u32,
+    pub(super) row_size: usize,
+    pub(super) procs_entries: u32,
+    pub(super) maps: usize,
+    pub(super) map_steps: u32,
+    pub(super) map_size: usize,
+    pub(super) maps_at: usize,
+    pub(super) error: String,
+    pub(super) kinds: [u8; 5],
 }
 
 /// A number `bpf-runtime/` defines that the Rust side computes with too.

@@ -18,6 +18,7 @@ pub(super) fn map_names() -> MapNames {
         ustacks: resources::USTACKS_MAP,
         ustacks_2: resources::USTACKS_MAP_2,
         ustack_second: resources::USTACK_SECOND,
+        ustack_walked: resources::USTACK_WALKED,
         ustack_tgids: resources::USTACK_TGIDS_MAP,
         interval: resources::INTERVAL_MAP,
         path_scratch: resources::PATH_SCRATCH_MAP,
@@ -65,6 +66,39 @@ pub(super) fn ustack_copy(program: &Program) -> Option<UstackCopyData> {
         vma_file_at: resources::UCOPY_VMA_FILE_AT,
         vmas: resources::UCOPY_VMAS,
         bytes_at: resources::UCOPY_BYTES_AT,
+    })
+}
+
+/// `ustack` walked in the kernel: asked for, with copies to fall back on, and a kernel
+/// with `bpf_loop` and `bpf_find_vma`.
+pub(super) fn ustack_walk(program: &Program) -> Option<UstackWalkData> {
+    let f = &program.features;
+    (program.ustack_walk && program.ustack_bytes > 0 && f.bpf_loop && f.find_vma).then(|| {
+        UstackWalkData {
+            rows_map: resources::UROWS_MAP,
+            procs_map: resources::UPROCS_MAP,
+            walks_map: resources::UWALKS_MAP,
+            slots_map: resources::USLOTS_MAP,
+            scratch_map: resources::UWALK_SCRATCH_MAP,
+            turns: resources::UWALK_TURNS,
+            search_steps: resources::UWALK_SEARCH_STEPS,
+            rows_entries: resources::UROWS_ENTRIES,
+            row_steps: resources::UROW_STEPS,
+            row_size: resources::UROW_SIZE,
+            procs_entries: resources::UPROCS_ENTRIES,
+            maps: resources::UWALK_MAPS,
+            map_steps: resources::UWALK_MAP_STEPS,
+            map_size: resources::UMAP_SIZE,
+            maps_at: resources::UPROC_MAPS_AT,
+            error: format!("{:#x}ULL", resources::UWALK_ERROR),
+            kinds: [
+                resources::UROW_GAP,
+                resources::UROW_SP,
+                resources::UROW_BP,
+                resources::UROW_END,
+                resources::UROW_BAD,
+            ],
+        }
     })
 }
 

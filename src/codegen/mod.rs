@@ -64,6 +64,7 @@ fn program_data(program: &Program, mode: Mode) -> ProgramData {
         ring: program.uses_ustack || program.sessions.iter().any(|s| !s.events.is_empty()),
         ustack_files: layouts::ustack_files(program),
         ustack_copy: layouts::ustack_copy(program),
+        ustack_walk: layouts::ustack_walk(program),
         atomics: program.features.atomics,
         task_storage: program.features.task_storage,
         bpf_loop: program.features.bpf_loop,

@@ -80,6 +80,7 @@ fn check_options(
         user_mode: resolve_user_mode(opts.mode, kernel)?,
         cgroups: crate::cgroups::lookup,
         ustack_bytes: opts.ustack_bytes,
+        ustack_walk: opts.ustack_walk,
         count_errors: opts.verbose,
     })
 }

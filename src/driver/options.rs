@@ -33,6 +33,8 @@ pub struct Options {
     pub max_in_flight: Option<u32>,
     /// `--ustack-bytes`: `Program::ustack_bytes`.
     pub ustack_bytes: u32,
+    /// `--ustack-walk`: `Program::ustack_walk`.
+    pub ustack_walk: bool,
     pub no_cache: bool,
     pub listen: Option<std::net::SocketAddr>,
     pub web_config: Option<std::sync::Arc<crate::metrics::WebConfig>>,

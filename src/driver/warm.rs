@@ -30,7 +30,11 @@ pub fn open(text: &str, opts: &Options) -> Option<(Cache, String)> {
         // The function limit decides whether a script checks at all.
         format!("{}", opts.max_functions).as_bytes(),
         // --ustack-bytes is compiled in (the copy's size).
-        format!("ustack-bytes {}", opts.ustack_bytes).as_bytes(),
+        format!(
+            "ustack-bytes {} walk {}",
+            opts.ustack_bytes, opts.ustack_walk
+        )
+        .as_bytes(),
         // -v keeps every session's return, to count `errors` (`Session::counts_errors`).
         format!("verbose {}", opts.verbose).as_bytes(),
         btf_path.as_os_str().as_encoded_bytes(),

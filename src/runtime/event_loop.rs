@@ -132,6 +132,12 @@ fn stack_table(
             handle(resources::UFILES_MAP)?,
         )
         .with_copies(handle(resources::UCOPIES_MAP)?)
+        .with_walk(
+            handle(resources::UROWS_MAP)?,
+            handle(resources::UPROCS_MAP)?,
+            handle(resources::UWALKS_MAP)?,
+            handle(resources::USLOTS_MAP)?,
+        )
         .with_source_lines(settings.source_lines),
     )))
 }

@@ -14,16 +14,28 @@ pub fn read(tgid: u32) -> Vec<Mapping> {
     parse(&std::fs::read_to_string(format!("/proc/{tgid}/maps")).unwrap_or_default())
 }
 
+/// The mappings of `tgid` with a file that may run code (`x`), sorted by address.
+pub fn executable(tgid: u32) -> Vec<Mapping> {
+    let text = std::fs::read_to_string(format!("/proc/{tgid}/maps")).unwrap_or_default();
+    let mut maps = parse_where(&text, |perms| perms.contains('x'));
+    maps.sort_by_key(|m| m.start);
+    maps
+}
+
 /// Lines such as `7f3a12c00000-7f3a12c28000 r-xp 00028000 08:01 1234 /usr/lib/libc.so.6`;
 /// only those with a file path.
 fn parse(text: &str) -> Vec<Mapping> {
+    parse_where(text, |_| true)
+}
+
+fn parse_where(text: &str, perms_ok: impl Fn(&str) -> bool) -> Vec<Mapping> {
     text.lines()
         .filter_map(|line| {
             let mut w = line.split_whitespace();
-            let (range, _perms, offset, _dev, _inode) =
+            let (range, perms, offset, _dev, _inode) =
                 (w.next()?, w.next()?, w.next()?, w.next()?, w.next()?);
             let path = w.collect::<Vec<_>>().join(" ");
-            if !path.starts_with('/') {
+            if !path.starts_with('/') || !perms_ok(perms) {
                 return None;
             }
             let (start, end) = range.split_once('-')?;

@@ -15,9 +15,10 @@ mod maps;
 mod modules;
 /// Public for `tests/fuzz_elf.rs`, which drives it with hostile CFI.
 pub mod unwind;
+mod walk;
 
 use crate::check::program::StackKind;
-use crate::check::resources::{EMPTY_STACK, NO_STACK, USTACK_SECOND};
+use crate::check::resources::{EMPTY_STACK, NO_STACK, USTACK_SECOND, USTACK_WALKED};
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
@@ -105,6 +106,28 @@ fn is_own_frame(f: &Frame) -> bool {
 
 /// The frame that ends (root first: starts) a user stack deeper than its copy.
 pub const TRUNCATED: &str = "[truncated]";
+
+/// An unwound user stack (innermost first) with the frame that says how it ends, root
+/// first.
+fn ended(mut frames: Vec<Frame>, end: unwind::End) -> Stack {
+    let end = match end {
+        unwind::End::Complete => None,
+        unwind::End::Truncated => Some(TRUNCATED.to_string()),
+        unwind::End::Error(why) => Some(format!("[unwind_error:_{}]", clean_symbol(why))),
+    };
+    if let Some(name) = end {
+        frames.push(Frame {
+            symbol: Some(name),
+            ..Frame::default()
+        });
+    }
+    frames.reverse();
+    Stack {
+        kind: StackKind::User,
+        frames,
+        lost: false,
+    }
+}
 
 /// A process's mappings as the unwinder sees them.
 struct Space<'a> {
@@ -215,6 +238,8 @@ pub struct StackTable {
     files: Option<files::Files>,
     /// `--ustack-bytes`: the registers and stack slices the program copied, by key.
     copies: Option<MapHandle>,
+    /// `--ustack-walk`: the tables of the kernel's walk, and the stacks it walked.
+    walk: Option<walk::Walk>,
     /// The call-frame information of the files of announced processes: opened when they
     /// were announced, read when a stack first needs it.
     cfi: unwind::CfiCache,
@@ -239,6 +264,7 @@ impl StackTable {
             mappings: RefCell::new(HashMap::new()),
             files: None,
             copies: None,
+            walk: None,
             cfi: unwind::CfiCache::default(),
             young: RefCell::new(HashMap::new()),
             cache: RefCell::new(HashMap::new()),
@@ -272,6 +298,20 @@ impl StackTable {
     /// from them.
     pub fn with_copies(mut self, copies: Option<MapHandle>) -> Self {
         self.copies = copies;
+        self
+    }
+
+    /// `--ustack-walk`: the maps of the kernel's walk (all four, or no walk).
+    pub fn with_walk(
+        mut self,
+        rows: Option<MapHandle>,
+        procs: Option<MapHandle>,
+        walks: Option<MapHandle>,
+        slots: Option<MapHandle>,
+    ) -> Self {
+        if let (Some(rows), Some(procs), Some(walks), Some(slots)) = (rows, procs, walks, slots) {
+            self.walk = Some(walk::Walk::new(rows, procs, walks, slots));
+        }
         self
     }
 
@@ -318,6 +358,9 @@ impl StackTable {
     /// were read before where it did (`maps::merge`: not a program it exec'd since, whose
     /// mappings would name the old one's frames wrongly); whether they were.
     fn reread(&self, tgid: u32) -> bool {
+        if let Some(walk) = &self.walk {
+            walk.prepare(tgid, &self.cfi);
+        }
         let now = maps::read(tgid);
         let merged = match self.mappings.borrow().get(&tgid) {
             _ if now.is_empty() => None,
@@ -384,6 +427,16 @@ impl StackTable {
             return Stack {
                 lost: false,
                 ..lost
+            };
+        }
+        if kind == StackKind::User
+            && id >= 0
+            && (id as u32) & USTACK_WALKED != 0
+            && let Some(walk) = &self.walk
+        {
+            return match walk.walks.lookup(&raw.to_ne_bytes(), MapFlags::ANY) {
+                Ok(Some(bytes)) => self.walked(tgid, raw, &bytes),
+                _ => lost,
             };
         }
         if kind == StackKind::User
@@ -654,24 +707,32 @@ impl StackTable {
             })
             .collect();
         let path_of = |n: u32| Some(maps.get(n.checked_sub(1)? as usize)?.path.clone());
-        let mut frames = self.file_frames(&path_of, &unwound.addrs, &places);
-        let end = match unwound.end {
-            unwind::End::Complete => None,
-            unwind::End::Truncated => Some(TRUNCATED.to_string()),
-            unwind::End::Error(why) => Some(format!("[unwind_error:_{}]", clean_symbol(why))),
+        let frames = self.file_frames(&path_of, &unwound.addrs, &places);
+        Some(ended(frames, unwound.end))
+    }
+
+    /// A stack the program walked (`--ustack-walk`): its frames named as a frame-pointer
+    /// stack's (from the places the program resolved, else the process's mappings).
+    fn walked(&self, tgid: u32, raw: u64, bytes: &[u8]) -> Stack {
+        let (addrs, end) = walk::frames(bytes);
+        let frames = match self
+            .files
+            .as_ref()
+            .and_then(|f| Some((f, f.places(raw, addrs.len())?)))
+        {
+            Some((files, places)) => {
+                let mut frames = self.file_frames(&|n| files.path(n), &addrs, &places);
+                self.place_from_mappings(tgid, &mut frames);
+                frames
+            }
+            None => self.user_frames(tgid, &addrs),
         };
-        if let Some(name) = end {
-            frames.push(Frame {
-                symbol: Some(name),
-                ..Frame::default()
-            });
-        }
-        frames.reverse();
-        Some(Stack {
-            kind: StackKind::User,
-            frames,
-            lost: false,
-        })
+        let end = match end {
+            walk::End::Complete => unwind::End::Complete,
+            walk::End::Truncated => unwind::End::Truncated,
+            walk::End::Error(why) => unwind::End::Error(why),
+        };
+        ended(frames, end)
     }
 
     /// The mappings with a file the program resolved when it copied the stack (`struct

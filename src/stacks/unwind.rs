@@ -218,6 +218,166 @@ impl FileCfi {
     }
 }
 
+/// One row of a file's unwind table for the kernel's walk (`struct fslat_urow`,
+/// src/stacks/walk.rs): from `pc` (an address in the file's own layout) to the next row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableRow {
+    pub pc: u32,
+    /// `check::resources::UROW_*`.
+    pub kind: u8,
+    /// The caller's rbp is at CFA + `bp_offset` (else rbp is kept).
+    pub bp_saved: bool,
+    pub cfa_offset: i16,
+    pub bp_offset: i16,
+}
+
+/// The most rows one FDE may give (a loop in its CFI gives no more).
+const MAX_FDE_ROWS: usize = 4096;
+
+impl TableRow {
+    fn of(pc: u32, rule: Option<Rule>) -> TableRow {
+        use crate::check::resources::{UROW_BAD, UROW_BP, UROW_END, UROW_GAP, UROW_SP};
+        let plain = |kind| TableRow {
+            pc,
+            kind,
+            bp_saved: false,
+            cfa_offset: 0,
+            bp_offset: 0,
+        };
+        let Some(Rule::Frame {
+            cfa_from_bp,
+            cfa_offset,
+            ra,
+            bp,
+        }) = rule
+        else {
+            return plain(if rule.is_none() { UROW_GAP } else { UROW_BAD });
+        };
+        let (Ok(cfa_offset), Ok(bp_offset)) =
+            (i16::try_from(cfa_offset), i16::try_from(bp.unwrap_or(0)))
+        else {
+            return plain(UROW_BAD);
+        };
+        match ra {
+            None => plain(UROW_END),
+            // The walk reads the return address just below the CFA, as x86-64 has it.
+            Some(-8) => TableRow {
+                pc,
+                kind: if cfa_from_bp { UROW_BP } else { UROW_SP },
+                bp_saved: bp.is_some(),
+                cfa_offset,
+                bp_offset,
+            },
+            Some(_) => plain(UROW_BAD),
+        }
+    }
+
+    pub fn same_rule(&self, other: &TableRow) -> bool {
+        (self.kind, self.bp_saved, self.cfa_offset, self.bp_offset)
+            == (
+                other.kind,
+                other.bp_saved,
+                other.cfa_offset,
+                other.bp_offset,
+            )
+    }
+}
+
+/// The rows of one FDE's CFI program into `rows`; `None` when it cannot be read.
+fn fde_rows<'a, S>(
+    section: &S,
+    bases: &BaseAddresses,
+    ctx: &mut UnwindContext<usize>,
+    offset: usize,
+    rows: &mut Vec<TableRow>,
+) -> Option<()>
+where
+    S: UnwindSection<EndianSlice<'a, LittleEndian>>,
+{
+    let fde = section
+        .fde_from_offset(bases, offset.into(), S::cie_from_offset)
+        .ok()?;
+    let mut table = gimli::UnwindTable::new(section, bases, ctx, &fde).ok()?;
+    let mut n = 0;
+    while let Some(row) = table.next_row().ok()? {
+        n += 1;
+        if n > MAX_FDE_ROWS {
+            return None;
+        }
+        let pc = u32::try_from(row.start_address()).ok()?;
+        let rule = to_rule(
+            row.cfa(),
+            row.register(X86_64::RA),
+            row.register(X86_64::RBP),
+        );
+        rows.push(TableRow::of(pc, Some(rule)));
+    }
+    Some(())
+}
+
+impl FileCfi {
+    /// The file's rules as rows sorted by address, for the kernel's walk: each FDE's
+    /// rows, a gap row (frame pointers) where no FDE covers an address, a row the walk
+    /// does not follow for an FDE that cannot be read. `None` when the file has an
+    /// address past 4 GiB or more than `max` rows.
+    pub fn table(&self, max: usize) -> Option<Vec<TableRow>> {
+        let mut rows: Vec<TableRow> = Vec::new();
+        let mut end = 0u64;
+        let mut ctx = self.ctx.borrow_mut();
+        for fde in &self.fdes {
+            // FDEs overlapping one taken (.debug_frame's copy of an .eh_frame FDE).
+            if fde.start < end || fde.end > u64::from(u32::MAX) {
+                if fde.start >= end {
+                    return None;
+                }
+                continue;
+            }
+            if fde.start > end && !rows.is_empty() {
+                rows.push(TableRow::of(end as u32, None));
+            }
+            let before = rows.len();
+            let read = if fde.debug {
+                let s = DebugFrame::new(&self.debug_frame, LittleEndian);
+                fde_rows(
+                    &s,
+                    &BaseAddresses::default(),
+                    &mut ctx,
+                    fde.offset,
+                    &mut rows,
+                )
+            } else {
+                let s = EhFrame::new(&self.eh_frame, LittleEndian);
+                fde_rows(&s, &self.eh_bases, &mut ctx, fde.offset, &mut rows)
+            };
+            if read.is_none() {
+                rows.truncate(before);
+                rows.push(TableRow::of(fde.start as u32, Some(Rule::Unsupported)));
+            }
+            end = fde.end;
+            if rows.len() > max {
+                return None;
+            }
+        }
+        if !rows.is_empty() {
+            rows.push(TableRow::of(end as u32, None));
+        }
+        // Rows at one address: the last one holds; then a row that repeats the rule
+        // before it is left out.
+        rows.reverse();
+        rows.dedup_by_key(|r| r.pc);
+        rows.reverse();
+        rows.dedup_by(|next, kept| next.same_rule(kept));
+        Some(rows)
+    }
+
+    /// The bias of a mapping of this file at `start` from file offset `offset`: an
+    /// address there less the bias is the address in the file's own layout.
+    pub fn bias(&self, start: u64, offset: u64) -> Option<u64> {
+        let vaddr = self.vaddr(offset)?;
+        Some(start.wrapping_sub(vaddr))
+    }
+}
+
 fn to_rule(
     cfa: &CfaRule<usize>,
     ra: Option<RegisterRule<usize>>,

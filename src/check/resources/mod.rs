@@ -100,6 +100,46 @@ pub const UCOPIES_PREALLOC_ENTRIES: u32 = 1024;
 pub const UCOPY_DEFAULT: u32 = 8192;
 /// The most `--ustack-bytes` (perf's `--call-graph dwarf` takes up to 65528).
 pub const UCOPY_MAX: u32 = 32768;
+/// With `--ustack-walk` (`Program::ustack_walk`), user stacks unwound in the kernel
+/// (fslat_stacks.bpf.h, `fslat_uwalk`; src/stacks/walk.rs): the rows every prepared file's
+/// CFI became (`UROW_SIZE` bytes each: `u32` address in the file, `u8` kind
+/// (`UROW_*`), `u8` "rbp saved", `i16` CFA offset, `i16` rbp offset), by index.
+pub const UROWS_MAP: &str = "fslat_urows";
+/// The slot of each prepared process (tgid -> `u32`) in `UPROCS_MAP`.
+pub const USLOTS_MAP: &str = "fslat_uslots";
+/// The walk's per-CPU state (only the kernel side reads it).
+pub const UWALK_SCRATCH_MAP: &str = "fslat_uwalk_scratch";
+/// Turns of the walk's loop at most: per frame, one to record it and the binary
+/// searches' steps, `UWALK_SEARCH_STEPS` a turn.
+pub const UWALK_TURNS: u32 = UFRAME_DEPTH as u32
+    * (1 + UWALK_MAP_STEPS.div_ceil(UWALK_SEARCH_STEPS) + UROW_STEPS.div_ceil(UWALK_SEARCH_STEPS));
+pub const UWALK_SEARCH_STEPS: u32 = 4;
+/// An array by slot: `u64` start of stack, `u32` count, then `UWALK_MAPS` mappings
+/// of `UMAP_SIZE` bytes at `UPROC_MAPS_AT` (`u64` start, end and bias, `u32` first row,
+/// `u32` rows).
+pub const UPROCS_MAP: &str = "fslat_uprocs";
+/// The walked stacks: by the packed ustack key, `UFRAME_DEPTH` `u64` addresses, zero
+/// ended; the last may be `UWALK_ERROR | reason`.
+pub const UWALKS_MAP: &str = "fslat_uwalks";
+/// The id bit of a walked stack's key (the copies' hashes stay below it).
+pub const USTACK_WALKED: u32 = 1 << 29;
+pub const UROWS_ENTRIES: u32 = 1 << 18;
+/// Turns of the rows' binary search: enough for `UROWS_ENTRIES` rows in one file.
+pub const UROW_STEPS: u32 = 19;
+pub const UROW_SIZE: usize = 12;
+pub const UROW_GAP: u8 = 0;
+pub const UROW_SP: u8 = 1;
+pub const UROW_BP: u8 = 2;
+pub const UROW_END: u8 = 3;
+pub const UROW_BAD: u8 = 4;
+pub const UPROCS_ENTRIES: u32 = 1024;
+/// The executable file mappings of a process the walk knows (a power of two); a process
+/// with more is copied.
+pub const UWALK_MAPS: usize = 64;
+pub const UWALK_MAP_STEPS: u32 = 7;
+pub const UMAP_SIZE: usize = 32;
+pub const UPROC_MAPS_AT: usize = 16;
+pub const UWALK_ERROR: u64 = 0xffff_ffff_ffff_ff00;
 /// `percentiles`' interval generation, which user space bumps before each `-i` read
 /// (fslat_pct.bpf.h).
 pub const INTERVAL_MAP: &str = "fslat_interval";

@@ -4,12 +4,14 @@
  * reads with read(2) (4321 bytes asked); `nofp fread` with stdio, whose 4321-byte buffer
  * is filled through fread -> _IO_file_underflow -> read. The functions are noinline and
  * use their callee's result, so every call is a real frame (no inlining, no tail call).
- * It lingers a second after the read (a third argument `now`: it exits at once).
+ * It lingers a second after the read (a third argument `now`: it exits at once; a number
+ * K: K reads, 50 ms apart).
  * `nofp pull` reads with read(2) inside pull(), which is always inlined into c_fn: built
  * with -g too (nofp-g), for source lines and inlined frames.
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -61,7 +63,13 @@ __attribute__((noinline)) int a_fn(const char *how)
 int main(int argc, char **argv)
 {
 	int n = a_fn(argc > 1 ? argv[1] : "read");
-	if (argc < 3 || strcmp(argv[2], "now") != 0)
+	/* A number K instead of `now`: K reads in all, 50 ms apart, then it exits. */
+	int more = argc > 2 ? atoi(argv[2]) : 0;
+	for (int i = 1; i < more; i++) {
+		usleep(50000);
+		n = a_fn(argv[1]);
+	}
+	if (more == 0 && (argc < 3 || strcmp(argv[2], "now") != 0))
 		sleep(1);
 	return n > 0 ? 0 : 1;
 }
