@@ -294,6 +294,8 @@ struct {
 	__type(value, struct fslat_ustack_copy);
 } FSLAT_UCOPY_SCRATCH_MAP SEC(".maps");
 
+#include "fslat_uretprobes.bpf.h"
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FSLAT_UCOPIES_ENTRIES);
@@ -487,6 +489,8 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost, bool fil
 		len = (len >> 1) & ~7ULL;
 	}
 	c->len = got;
+	/* The real return addresses of calls with a pending uretprobe, before the hash. */
+	fslat_ucopy_uretprobes(c->words, c->sp, got);
 	__u64 h = 0xcbf29ce484222325ULL ^ c->ip;
 	__u64 code_span = code_hi - code_lo;
 	__u64 lib_lo = 1ULL << 32;
