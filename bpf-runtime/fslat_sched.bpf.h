@@ -318,6 +318,10 @@ static __always_inline __u64 fslat_sched_wait_ustack(__u64 *lost)
 	__u64 packed = w ? w->ustack
 			 : (bpf_get_current_pid_tgid() & 0xffffffff00000000ULL) | (__u32)none;
 	fslat_sched_count_lost((__s32)(__u32)packed, lost);
+#if defined(FSLAT_USTACK_COPY) && defined(FSLAT_USTACK_FILES)
+	/* Copied at the switch out, unresolved there: resolved here, in the thread. */
+	fslat_ucopy_resolve(packed);
+#endif
 	return packed;
 }
 #endif

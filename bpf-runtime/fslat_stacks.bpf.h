@@ -300,6 +300,8 @@ struct {
 	__type(value, struct fslat_ustack_copy);
 } FSLAT_UCOPY_SCRATCH_MAP SEC(".maps");
 
+#include "fslat_uretprobes.bpf.h"
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FSLAT_UCOPIES_ENTRIES);
@@ -477,6 +479,12 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost, bool fil
 	__u64 lib_hi = BPF_CORE_READ(mm, mmap_base);
 #endif
 	c->nvmas = 0;
+#ifdef FSLAT_USTACK_FILES
+	/* Not resolved here: the mappings are looked up later (fslat_ucopy_resolve), in
+	 * this memory map only (vmas are read only as far as nvmas says). */
+	if (!files)
+		c->vmas[0].start = (__u64)mm;
+#endif
 	__u64 len = FSLAT_USTACK_COPY;
 	/* The main thread's stack ends above start_stack: no copy past it. */
 	if (c->sp < top && top - c->sp < len)
@@ -493,6 +501,8 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost, bool fil
 		len = (len >> 1) & ~7ULL;
 	}
 	c->len = got;
+	/* The real return addresses of calls with a pending uretprobe, before the hash. */
+	fslat_ucopy_uretprobes(c->words, c->sp, got);
 	__u64 h = 0xcbf29ce484222325ULL ^ c->ip;
 	__u64 code_span = code_hi - code_lo;
 	__u64 lib_lo = 1ULL << 32;
@@ -527,6 +537,41 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost, bool fil
 	}
 	return key;
 }
+
+#ifdef FSLAT_USTACK_FILES
+/*
+ * A copy taken where bpf_find_vma may not run (a switch out: `wait_ustack`,
+ * fslat_sched.bpf.h) has no mappings; user space names it from the process's mappings,
+ * read when it was announced, which a process that exits at once (before fslat reads
+ * them) does not leave. Called where the stack is read (the call's return, in the same
+ * thread): the copy's mappings are looked up now, once per key, if the process still
+ * has the memory map the copy was taken in (not one an exec made since).
+ */
+static __always_inline void fslat_ucopy_resolve(__u64 key)
+{
+	__u32 zero = 0;
+	if ((__s32)(__u32)key < 0)
+		return;
+	struct fslat_ustack_copy *stored = bpf_map_lookup_elem(&FSLAT_UCOPIES_MAP, &key);
+	struct task_struct___fslatu *t = (void *)bpf_get_current_task_btf();
+	struct mm_struct___fslat *mm = t->mm;
+	if (!stored || stored->nvmas || stored->vmas[0].start != (__u64)mm)
+		return;
+	struct fslat_ustack_copy *c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+	if (!c || bpf_probe_read_kernel(c, sizeof(*c), stored))
+		return;
+	__u64 code_lo = mm->start_code;
+	__u64 code_hi = mm->end_code;
+	__u64 lib_hi = mm->mmap_base;
+	__u64 lib_lo = 1ULL << 32;
+	fslat_ucopy_places(code_lo, code_hi - code_lo, lib_lo, lib_hi > lib_lo ? lib_hi - lib_lo : 0);
+	c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+	stored = bpf_map_lookup_elem(&FSLAT_UCOPIES_MAP, &key);
+	/* The scratch still holds this copy (no switch out on this CPU copied over it). */
+	if (c && stored && c->nvmas && c->ip == stored->ip && c->sp == stored->sp)
+		bpf_map_update_elem(&FSLAT_UCOPIES_MAP, &key, c, BPF_EXIST);
+}
+#endif
 #endif /* FSLAT_USTACK_COPY */
 
 #ifdef FSLAT_USTACK_WALK

@@ -39,6 +39,10 @@ pub const HEADERS: &[(&str, &str)] = &[
         include_str!("../../bpf-runtime/fslat_stacks.bpf.h"),
     ),
     (
+        "fslat_uretprobes.bpf.h",
+        include_str!("../../bpf-runtime/fslat_uretprobes.bpf.h"),
+    ),
+    (
         "fslat_sched.bpf.h",
         include_str!("../../bpf-runtime/fslat_sched.bpf.h"),
     ),

@@ -10,8 +10,30 @@ pub struct Mapping {
     pub path: String,
 }
 
+#[cfg(test)]
 pub fn read(tgid: u32) -> Vec<Mapping> {
-    parse(&std::fs::read_to_string(format!("/proc/{tgid}/maps")).unwrap_or_default())
+    read_with_uprobes(tgid).0
+}
+
+/// The file mappings of `tgid`, and the range of its `[uprobes]` mapping if it has one
+/// (`uprobes`).
+pub fn read_with_uprobes(tgid: u32) -> (Vec<Mapping>, Option<std::ops::Range<u64>>) {
+    let text = std::fs::read_to_string(format!("/proc/{tgid}/maps")).unwrap_or_default();
+    (parse(&text), uprobes(&text))
+}
+
+/// The kernel's `[uprobes]` mapping (kernel/events/uprobes.c, `xol_add_vma`): made in a
+/// process at its first uprobe hit, its first slot is the return trampoline, whose address
+/// a pending uretprobe puts in place of its call's return address; the others hold the
+/// probed instructions the kernel steps out of line.
+fn uprobes(text: &str) -> Option<std::ops::Range<u64>> {
+    text.lines().find_map(|line| {
+        let mut w = line.split_whitespace();
+        let range = w.next()?;
+        (w.nth(4)? == "[uprobes]").then_some(())?;
+        let (start, end) = range.split_once('-')?;
+        Some(u64::from_str_radix(start, 16).ok()?..u64::from_str_radix(end, 16).ok()?)
+    })
 }
 
 /// The mappings of `tgid` with a file that may run code (`x`), sorted by address.
@@ -151,5 +173,17 @@ mod tests {
             Some(("/usr/lib/x86_64-linux-gnu/libc.so.6", 0x2924a))
         );
         assert_eq!(locate(&maps, 0x7ffd1c000010), None);
+    }
+
+    #[test]
+    fn the_uprobes_mapping_is_found_by_its_name() {
+        let text = "7ffd1c000000-7ffd1c021000 rw-p 00000000 00:00 0 [stack]\n\
+                    7fffffffe000-7ffffffff000 --xp 00000000 00:00 0 [uprobes]\n";
+        assert_eq!(uprobes(text), Some(0x7fffffffe000..0x7ffffffff000));
+        assert_eq!(
+            uprobes("7ffd1c000000-7ffd1c021000 rw-p 00000000 00:00 0 [stack]\n"),
+            None
+        );
+        assert!(parse(text).is_empty());
     }
 }

@@ -155,6 +155,12 @@ const REREAD_AFTER: [Duration; 5] = [
 /// The module of a frame in code the BPF JIT made.
 const JIT: &str = "[bpf]";
 
+/// The kernel's mapping for uprobes in a traced process, as `/proc/PID/maps` and perf name it.
+pub const UPROBES: &str = "[uprobes]";
+
+/// The frame of the uretprobe trampoline, in that mapping.
+pub const URETPROBE: &str = "[uretprobe]";
+
 /// How far into a function the return address of its patched entry call lies at most
 /// (a 5-byte call, after a 4-byte `endbr64` with IBT).
 const ENTRY_PATCH: u64 = 16;
@@ -234,6 +240,8 @@ pub struct StackTable {
     entry_frame: bool,
     /// Mappings of the processes announced, read when they were.
     mappings: RefCell<HashMap<u32, Vec<maps::Mapping>>>,
+    /// Their `[uprobes]` mappings (`name_uprobes`).
+    uprobes: RefCell<HashMap<u32, std::ops::Range<u64>>>,
     /// The frames the program resolved at capture (kernels with `bpf_find_vma`).
     files: Option<files::Files>,
     /// `--ustack-bytes`: the registers and stack slices the program copied, by key.
@@ -262,6 +270,7 @@ impl StackTable {
             symbolizer: symbolizer(false),
             modules: std::cell::OnceCell::new(),
             mappings: RefCell::new(HashMap::new()),
+            uprobes: RefCell::new(HashMap::new()),
             files: None,
             copies: None,
             walk: None,
@@ -361,7 +370,7 @@ impl StackTable {
         if let Some(walk) = &self.walk {
             walk.prepare(tgid, &self.cfi);
         }
-        let now = maps::read(tgid);
+        let (now, uprobes) = maps::read_with_uprobes(tgid);
         let merged = match self.mappings.borrow().get(&tgid) {
             _ if now.is_empty() => None,
             Some(old) => maps::merge(old, now),
@@ -384,7 +393,34 @@ impl StackTable {
             }
         }
         self.mappings.borrow_mut().insert(tgid, now);
+        if let Some(range) = uprobes {
+            self.uprobes.borrow_mut().insert(tgid, range);
+        }
         true
+    }
+
+    /// Names the frames in the `[uprobes]` mapping of `tgid` (`maps::read_with_uprobes`),
+    /// as perf names that mapping: the return trampoline `[uretprobe]`, in place of the
+    /// caller of a call with a pending uretprobe where the kernel left it (frame-pointer
+    /// stacks before 6.11; docs/language.md, "Calls with a pending uretprobe"), and the
+    /// kernel's out-of-line copies of probed instructions `[uprobes]`.
+    fn name_uprobes(&self, tgid: u32, frames: &mut [Frame]) {
+        let uprobes = self.uprobes.borrow();
+        let Some(range) = uprobes.get(&tgid) else {
+            return;
+        };
+        for f in frames.iter_mut() {
+            if f.symbol.is_none() && range.contains(&f.addr) {
+                f.module = Some(UPROBES.to_string());
+                f.file_offset = None;
+                let name = if f.addr == range.start {
+                    URETPROBE
+                } else {
+                    UPROBES
+                };
+                f.symbol = Some(name.to_string());
+            }
+        }
     }
 
     /// The stack a `kstack`/`ustack` field or key holds (`raw` as the program stored it:
@@ -394,7 +430,11 @@ impl StackTable {
         if let Some(s) = self.cache.borrow().get(&(kind, raw)) {
             return s.clone();
         }
-        let stack = Arc::new(self.resolve(kind, raw));
+        let mut stack = self.resolve(kind, raw);
+        if kind == StackKind::User {
+            self.name_uprobes((raw >> 32) as u32, &mut stack.frames);
+        }
+        let stack = Arc::new(stack);
         self.cache.borrow_mut().insert((kind, raw), stack.clone());
         stack
     }
@@ -865,6 +905,44 @@ mod tests {
             names(callers(inside, false)),
             ["__schedule", "pipe_read", "vfs_read", "ksys_read"]
         );
+    }
+
+    #[test]
+    fn frames_in_the_uprobes_mapping_are_the_uretprobe_trampoline_or_a_probed_instruction() {
+        let table = StackTable::new(None, None, true);
+        table
+            .uprobes
+            .borrow_mut()
+            .insert(7, 0x7fff_ffff_e000..0x7fff_ffff_f000);
+        let f = |addr, symbol: Option<&str>| Frame {
+            addr,
+            symbol: symbol.map(String::from),
+            ..Frame::default()
+        };
+        let mut frames = vec![
+            f(0x7fff_ffff_e000, None),
+            f(0x7fff_ffff_e080, None),
+            f(0x40_1000, None),
+            f(0x7fff_ffff_f000, None),
+        ];
+        table.name_uprobes(7, &mut frames);
+        let named: Vec<_> = frames
+            .iter()
+            .map(|f| (f.symbol.as_deref(), f.module.as_deref()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (Some(URETPROBE), Some(UPROBES)),
+                (Some(UPROBES), Some(UPROBES)),
+                (None, None),
+                (None, None),
+            ]
+        );
+        // Another process's frames at the same address are not its.
+        let mut other = vec![f(0x7fff_ffff_e000, None)];
+        table.name_uprobes(8, &mut other);
+        assert_eq!(other[0].symbol, None);
     }
 
     /// A user frame of `pid` at `addr`, symbolized as a traced process's would be.
