@@ -95,16 +95,17 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
     };
     // bpftrace's `uprobe:FILE:FUNC` is fslat's `FILE:FUNC`, and its `kfunc:MODULE:FUNC`
     // (a kernel module's function) fslat's `MODULE:FUNC`.
-    let func_of = |spec: &str| {
+    let after_kind = |spec: &str| {
         spec.split_once(':')
             .map_or(String::new(), |(_, f)| f.trim().to_string())
     };
+    let func_of = |spec: &str| spec.rsplit(':').next().unwrap_or("").trim().to_string();
     match kind {
         "kprobe" | "k" | "kretprobe" | "kr" | "fentry" | "f" | "fexit" | "fr" | "kfunc"
         | "kretfunc" | "uprobe" | "uretprobe" | "u" | "ur" => {
             let funcs: Vec<String> = list
                 .split(',')
-                .map(func_of)
+                .map(after_kind)
                 .collect();
             if funcs.iter().any(String::is_empty) {
                 return diag(vec!["write `session FUNC { ... }`".into()]);
