@@ -19,6 +19,14 @@ pub enum ListError {
         name: String,
         why: crate::traceable::Reason,
     },
+    #[error(
+        "kernel module `{0}` is not loaded: load it with `modprobe {0}` (as root), then list again"
+    )]
+    ModuleNotLoaded(String),
+    #[error(
+        "kernel module `{0}` is loaded but this kernel has no BTF for it (built without CONFIG_DEBUG_INFO_BTF_MODULES)"
+    )]
+    ModuleWithoutTypes(String),
     #[error("cannot list `{spec}`: {why}")]
     UserFile {
         spec: String,
@@ -142,6 +150,16 @@ pub fn list(
     json: bool,
     out: &mut dyn Write,
 ) -> Result<(), ListError> {
+    // `MODULE:GLOB`: the functions of one loaded kernel module (or `vmlinux`).
+    let (module, glob) = match glob.and_then(|g| g.split_once(':')) {
+        Some((m, g)) => (Some(m), Some(g)),
+        None => (None, glob),
+    };
+    let in_module = |name: &str| match module {
+        None => true,
+        Some("vmlinux") => kernel.module_of(name).is_none(),
+        Some(m) => kernel.module_of(name).as_deref() == Some(m),
+    };
     let line = |out: &mut dyn Write, name: &str, sig: Option<String>| match (json, sig) {
         (false, Some(sig)) => writeln!(out, "{sig}{}", warning(traceable, name)),
         (false, None) => writeln!(out, "{name}"),
@@ -158,7 +176,7 @@ pub fn list(
         }
     };
     if let Some(name) = glob.filter(|g| !is_glob(g)) {
-        if !traceable.contains(name) {
+        if !traceable.contains(name) || !in_module(name) {
             let why = kernel
                 .function(name)
                 .and_then(|f| traceable.rule().why_not(kernel, &f));
@@ -182,7 +200,7 @@ pub fn list(
     for name in traceable
         .names()
         .iter()
-        .filter(|n| glob.is_none_or(|g| glob_match(g, n)))
+        .filter(|n| glob.is_none_or(|g| glob_match(g, n)) && in_module(n))
     {
         found += 1;
         match kernel.function(name).filter(|_| signatures) {
@@ -193,8 +211,12 @@ pub fn list(
             }
         }
     }
+    let glob = match module {
+        Some(m) => format!("{m}:{}", glob.unwrap_or("*")),
+        None => glob.unwrap_or("*").to_string(),
+    };
     if found == 0 {
-        return Err(ListError::NoMatch(glob.unwrap_or("*").to_string()));
+        return Err(ListError::NoMatch(glob));
     }
     out.flush()?;
     // On standard error, so the list itself stays one name a line.
@@ -203,7 +225,7 @@ pub fn list(
     } else {
         ("functions", "match")
     };
-    crate::stderr_line!("{found} {noun} {verb} `{}`", glob.unwrap_or("*"));
+    crate::stderr_line!("{found} {noun} {verb} `{glob}`");
     if noted > 0 {
         crate::stderr_line!(
             "fslat: warning: {noted} of them {} copies that calls can run through unseen (partly inlined, or sharing the name); `-lv` marks which",

@@ -11,7 +11,21 @@ pub use tracepoints::derived as derived_tracepoint_arg;
 
 pub use features::{FEATURES, FUNC, Feature, FeatureInfo, Features};
 pub use fixture::Fixture;
-pub use reader::{Btf, BtfError, VMLINUX_PATH, this_kernel};
+pub use reader::{BTF_DIR, Btf, BtfError, VMLINUX_PATH, module_state, this_kernel};
+
+/// What a kernel says of a module's name (`KernelTypes::module`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Module {
+    /// Loaded, with BTF (or `vmlinux`): its functions can be traced.
+    Types,
+    /// Loaded, but the kernel has no BTF for it (built without
+    /// `CONFIG_DEBUG_INFO_BTF_MODULES`, as Linux 5.10 in Debian).
+    NoTypes,
+    /// A module of this kernel that is not loaded.
+    Unloaded,
+    /// No module of this kernel: not a module's name.
+    Unknown,
+}
 
 /// A BTF type id. 0 is `void`.
 pub type TypeId = u32;
@@ -94,6 +108,14 @@ pub trait KernelTypes {
     fn field(&self, ty: TypeId, name: &str) -> Option<Field>;
     /// Names reachable with `field` from `ty`, in declaration order, for hints.
     fn field_names(&self, ty: TypeId) -> Vec<String>;
+    /// The loaded module whose BTF holds `function` (`None`: vmlinux's, or none).
+    fn module_of(&self, _function: &str) -> Option<String> {
+        None
+    }
+    /// What this kernel says of the module `name`.
+    fn module(&self, _name: &str) -> Module {
+        Module::Unknown
+    }
     /// Whether this kernel knows fsession programs (`BPF_TRACE_FSESSION` in
     /// `enum bpf_attach_type`).
     fn has_fsession(&self) -> bool;

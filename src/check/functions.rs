@@ -128,6 +128,8 @@ pub(super) struct Lookup<'a> {
     pub types: &'a dyn KernelTypes,
     pub user: bool,
     pub opts: &'a Options,
+    /// `MODULE:FUNC`: only that module's functions (`vmlinux`: only the kernel's own).
+    pub module: Option<&'a str>,
 }
 
 impl<'a> Lookup<'a> {
@@ -140,6 +142,7 @@ impl<'a> Lookup<'a> {
             },
             user: now.user.is_some(),
             opts: &input.opts,
+            module: now.module.as_deref(),
         }
     }
 }
@@ -176,7 +179,7 @@ pub(super) fn resolve(
         let mut found = 0;
         let mut untraceable = Vec::new();
         for name in at.types.function_names() {
-            if !glob_match(&item.name, &name) {
+            if !glob_match(&item.name, &name) || !in_module(at, &name) {
                 continue;
             }
             let Some(f) = at.types.function(&name) else {
@@ -279,6 +282,21 @@ pub(super) fn exact(
         diags.push(d);
         return None;
     };
+    if let Some(module) = at.module.filter(|_| !in_module(at, &func.name)) {
+        diags.push(
+            Diagnostic::new(
+                item.span.clone(),
+                DiagKind::NotInModule {
+                    name: func.name.clone(),
+                    module: module.to_string(),
+                },
+            )
+            .hint(format!(
+                "`fslat -l '{module}:*'` lists the module's functions"
+            )),
+        );
+        return None;
+    }
     if let Some(reason) = rule(at.opts).why_not_named(at.types, &func) {
         diags.push(Diagnostic::new(
             item.span.clone(),
@@ -292,7 +310,41 @@ pub(super) fn exact(
     Some(func)
 }
 
+/// Whether `name` is a function of the session's module, when it names one.
+fn in_module(at: &Lookup, name: &str) -> bool {
+    match at.module {
+        None => true,
+        Some("vmlinux") => at.types.module_of(name).is_none(),
+        Some(m) => at.types.module_of(name).as_deref() == Some(m),
+    }
+}
+
 impl Checker<'_> {
+    /// The kernel module `FILE` names in `FILE:FUNC` (`vmlinux` too), which the session's
+    /// functions are then in: `Some(None)` when FILE is a user-space file (a path, or a
+    /// name no module of this kernel has); `None` when a diagnostic was recorded.
+    pub(super) fn kernel_module(&mut self, s: &ast::Session) -> Option<Option<String>> {
+        let Some(file) = &s.file else {
+            return Some(None);
+        };
+        let name = &file.name;
+        if name.is_empty() || name.contains(['/', '.']) {
+            return Some(None);
+        }
+        let kind = match self.input.kernel.module(name) {
+            crate::btf::Module::Types => return Some(Some(name.replace('-', "_"))),
+            crate::btf::Module::Unknown => return Some(None),
+            crate::btf::Module::NoTypes => DiagKind::ModuleWithoutTypes {
+                module: name.clone(),
+            },
+            crate::btf::Module::Unloaded => DiagKind::ModuleNotLoaded {
+                module: name.clone(),
+            },
+        };
+        self.error(file.span.clone(), kind);
+        None
+    }
+
     /// A string compared with `func` must name one of the session's functions, or the
     /// comparison could never hold (`!=`: never fail).
     pub(super) fn traced_function(

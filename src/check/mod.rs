@@ -188,6 +188,8 @@ struct SessionState {
     entry_at_others: Vec<Vec<Expr>>,
     /// The session's user-space file, when it traces user-space functions.
     user: Option<std::rc::Rc<crate::elf::UserTypes>>,
+    /// `MODULE:FUNC`: the kernel module (or `vmlinux`) the session's functions are in.
+    module: Option<String>,
     /// While a span's END is checked: its STARTs, for `start.NAME`.
     span_start: Option<Vec<spans::Start>>,
     /// While a span is checked: its points are entries, without `ret`.

@@ -18,7 +18,8 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let on = s.on.as_ref()?;
-        let (sig, usdt) = if s.file.is_some() {
+        self.now.module = self.kernel_module(s)?;
+        let (sig, usdt) = if s.file.is_some() && self.now.module.is_none() {
             // A user function's entry: its file's DWARF names the arguments, as for
             // `session FILE:FUNC`; the uprobe reads them from the registers.
             self.now.user = Some(self.open_user_file(s)?);

@@ -116,7 +116,8 @@ impl Checker<'_> {
         if s.offcpu {
             return self.offcpu_session(index, label, s);
         }
-        if s.file.is_some() {
+        self.now.module = self.kernel_module(s)?;
+        if s.file.is_some() && self.now.module.is_none() {
             self.now.user = Some(self.open_user_file(s)?);
         }
         let mut checked = self.session_of_functions(index, label, s)?;

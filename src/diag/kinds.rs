@@ -23,6 +23,19 @@ pub enum DiagKind {
     UnknownFunction {
         name: String,
     },
+    /// `MODULE:FUNC` of a module this kernel has but has not loaded.
+    ModuleNotLoaded {
+        module: String,
+    },
+    /// `MODULE:FUNC` of a loaded module the kernel has no BTF for.
+    ModuleWithoutTypes {
+        module: String,
+    },
+    /// `MODULE:FUNC` where no function of that module is FUNC.
+    NotInModule {
+        name: String,
+        module: String,
+    },
     UnknownName {
         name: String,
     },
@@ -422,6 +435,9 @@ impl DiagKind {
             NotInEveryFunction { .. } => "F0307",
             OtherTypeInFunction { .. } => "F0308",
             NeedsFeature { .. } => "F0309",
+            ModuleNotLoaded { .. } => "F0310",
+            ModuleWithoutTypes { .. } => "F0311",
+            NotInModule { .. } => "F0312",
             UnknownName { .. } => "F0401",
             UnknownCall { .. } => "F0402",
             RetOfVoid { .. } => "F0403",
@@ -540,6 +556,17 @@ impl DiagKind {
             }
             UnknownFunction { name } => {
                 format!("`{name}` is not a traceable kernel function (no BTF for it)")
+            }
+            ModuleNotLoaded { module } => format!(
+                "kernel module `{module}` is not loaded: load it with `modprobe {module}` (as root), then run again"
+            ),
+            ModuleWithoutTypes { module } => format!(
+                "kernel module `{module}` is loaded but this kernel has no BTF for it \
+                 (/sys/kernel/btf/{module}; built without CONFIG_DEBUG_INFO_BTF_MODULES), \
+                 so its functions cannot be traced"
+            ),
+            NotInModule { name, module } => {
+                format!("kernel module `{module}` has no traceable function `{name}`")
             }
             UnknownName { name } => format!("unknown name `{name}`"),
             UnknownTracepoint { name } => {

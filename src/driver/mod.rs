@@ -407,7 +407,23 @@ pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
         return Ok(());
     }
     let glob = glob.map(|g| crate::listing::without_bpftrace_probe(g).unwrap_or(g));
-    if let Some(spec) = glob.filter(|g| g.contains(':')) {
+    // A user-space file's listing needs no kernel BTF.
+    let kernel = load_kernel_types(opts.btf.as_ref());
+    let module = glob
+        .and_then(|g| g.split_once(':'))
+        .filter(|(m, _)| !m.is_empty() && !m.contains(['/', '.']))
+        .and_then(|(m, _)| Some((m, kernel.as_ref().ok()?.module(m))));
+    match module {
+        Some((m, crate::btf::Module::Unloaded)) => {
+            return Err(crate::listing::ListError::ModuleNotLoaded(m.to_string()).into());
+        }
+        Some((m, crate::btf::Module::NoTypes)) => {
+            return Err(crate::listing::ListError::ModuleWithoutTypes(m.to_string()).into());
+        }
+        _ => {}
+    }
+    let kernel_module = matches!(module, Some((_, crate::btf::Module::Types)));
+    if let Some(spec) = glob.filter(|g| g.contains(':') && !kernel_module) {
         let lookup = crate::elf::Lookup {
             pid: opts.pid,
             command: opts.cmd.clone(),
@@ -416,7 +432,7 @@ pub fn list(glob: Option<&str>, opts: &Options) -> Result<(), Error> {
         crate::listing::list_user(spec, &lookup, opts.verbose, &mut out)?;
         return Ok(());
     }
-    let kernel = load_kernel_types(opts.btf.as_ref())?;
+    let kernel = kernel?;
     let functions = traceable(&kernel, opts);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let json = opts.format == Format::Json;

@@ -103,19 +103,19 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
         d.hints = hints;
         Some(d)
     };
-    let func_of = |spec: &str| spec.rsplit(':').next().unwrap_or("").trim().to_string();
-    // bpftrace's `uprobe:FILE:FUNC` is fslat's `FILE:FUNC`.
-    let user_of = |spec: &str| {
+    // bpftrace's `uprobe:FILE:FUNC` is fslat's `FILE:FUNC`, and its `kfunc:MODULE:FUNC`
+    // (a kernel module's function) fslat's `MODULE:FUNC`.
+    let after_kind = |spec: &str| {
         spec.split_once(':')
             .map_or(String::new(), |(_, f)| f.trim().to_string())
     };
+    let func_of = |spec: &str| spec.rsplit(':').next().unwrap_or("").trim().to_string();
     match kind {
         "kprobe" | "k" | "kretprobe" | "kr" | "fentry" | "f" | "fexit" | "fr" | "kfunc"
         | "kretfunc" | "uprobe" | "uretprobe" | "u" | "ur" => {
-            let user = matches!(kind, "uprobe" | "uretprobe" | "u" | "ur");
             let funcs: Vec<String> = list
                 .split(',')
-                .map(|spec| if user { user_of(spec) } else { func_of(spec) })
+                .map(after_kind)
                 .collect();
             if funcs.iter().any(String::is_empty) {
                 return diag(vec!["write `session FUNC { ... }`".into()]);

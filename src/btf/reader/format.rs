@@ -74,6 +74,12 @@ pub(super) type Extent = (usize, usize);
 
 /// The type and string sections of a raw BTF blob, after checking its header.
 pub(super) fn sections(data: &[u8]) -> Result<(Extent, Extent), BtfError> {
+    sections_of(data, false)
+}
+
+/// `sections`, for a base BTF or (`split`) one split on top of a base (a kernel
+/// module's), whose string section need not start with a NUL.
+pub(super) fn sections_of(data: &[u8], split: bool) -> Result<(Extent, Extent), BtfError> {
     if data.len() < HEADER_LEN {
         return Err(malformed(format!(
             "{} bytes is too short for a BTF header ({HEADER_LEN} bytes)",
@@ -118,6 +124,9 @@ pub(super) fn sections(data: &[u8]) -> Result<(Extent, Extent), BtfError> {
     };
     let types = section("type", type_off, type_len)?;
     let (str_start, str_end) = section("string", str_off, str_len)?;
+    if split && (str_len == 0 || data[str_end - 1] == 0) {
+        return Ok((types, (str_start, str_end)));
+    }
     if str_len == 0 || data[str_start] != 0 || data[str_end - 1] != 0 {
         return Err(malformed(
             "string section must start and end with a NUL byte",

@@ -103,6 +103,11 @@ pub struct Btf {
     features: OnceLock<(Features, bool)>,
     /// Where the BTF came from, for messages; None for bytes in memory.
     origin: Option<PathBuf>,
+    /// The running kernel's types with its loaded modules' (`modules`), read the first
+    /// time a name or type id is not vmlinux's.
+    modules: OnceLock<Option<Box<Btf>>>,
+    /// In such a merged view: the first type id of each module, with its name, in order.
+    module_starts: Vec<(TypeId, String)>,
 }
 
 impl std::fmt::Debug for Btf {
@@ -164,6 +169,8 @@ impl Btf {
             scans: AtomicU32::new(0),
             features: OnceLock::new(),
             origin: None,
+            modules: OnceLock::new(),
+            module_starts: Vec::new(),
         };
         if !names_checked {
             btf.check_names()?;
@@ -172,12 +179,15 @@ impl Btf {
     }
 
     /// The first struct or union named `name` (forward declarations aside), e.g. for casts.
+    /// Loaded modules' structs come after vmlinux's.
     pub fn struct_by_name(&self, name: &str) -> Option<TypeId> {
-        (1..self.types.len() as TypeId).find(|&id| {
-            self.rec(id).is_some_and(|r| {
-                matches!(r.kind, KIND_STRUCT | KIND_UNION) && self.name(&r) == name
+        (1..self.types.len() as TypeId)
+            .find(|&id| {
+                self.rec(id).is_some_and(|r| {
+                    matches!(r.kind, KIND_STRUCT | KIND_UNION) && self.name(&r) == name
+                })
             })
-        })
+            .or_else(|| self.loaded_modules()?.struct_by_name(name))
     }
 
     /// Number of type ids, including 0 (`void`).
@@ -383,7 +393,9 @@ impl Btf {
 
 impl KernelTypes for Btf {
     fn function(&self, name: &str) -> Option<FuncSig> {
-        let id = self.function_id(name)?;
+        let Some(id) = self.function_id(name) else {
+            return self.loaded_modules()?.function(name);
+        };
         let func = self.rec(id)?;
         let proto = self.rec(func.size_type)?;
         if proto.kind != KIND_FUNC_PROTO {
@@ -447,6 +459,9 @@ impl KernelTypes for Btf {
     }
 
     fn function_names(&self) -> Vec<String> {
+        if let Some(all) = self.loaded_modules() {
+            return all.function_names();
+        }
         let mut names: Vec<&str> = self.func_ids().map(|(_, n)| n).collect();
         names.sort_unstable();
         names.dedup();
@@ -454,6 +469,9 @@ impl KernelTypes for Btf {
     }
 
     fn resolve(&self, ty: TypeId) -> KType {
+        if let Some(all) = self.beyond(ty) {
+            return all.resolve(ty);
+        }
         let r = match self.strip(ty) {
             Some(0) => return KType::Void,
             Some(id) => match self.rec(id) {
@@ -503,11 +521,17 @@ impl KernelTypes for Btf {
     }
 
     fn type_name(&self, ty: TypeId) -> String {
+        if let Some(all) = self.beyond(ty) {
+            return all.type_name(ty);
+        }
         let mut budget = NAME_BUDGET;
         self.decl(ty, String::new(), 0, &mut budget)
     }
 
     fn field(&self, ty: TypeId, name: &str) -> Option<Field> {
+        if let Some(all) = self.beyond(ty) {
+            return all.field(ty, name);
+        }
         if name.is_empty() {
             return None;
         }
@@ -517,12 +541,35 @@ impl KernelTypes for Btf {
     }
 
     fn field_names(&self, ty: TypeId) -> Vec<String> {
+        if let Some(all) = self.beyond(ty) {
+            return all.field_names(ty);
+        }
         let mut out = Vec::new();
         if let Some(r) = self.composite(ty) {
             let mut budget = MEMBER_BUDGET;
             self.member_names(&r, &mut out, 0, &mut budget);
         }
         out
+    }
+
+    fn module_of(&self, function: &str) -> Option<String> {
+        if self.function_id(function).is_some() && self.module_starts.is_empty() {
+            return None;
+        }
+        let all = if self.module_starts.is_empty() {
+            self.loaded_modules()?
+        } else {
+            self
+        };
+        all.module_holding(all.function_id(function)?)
+            .map(str::to_string)
+    }
+
+    fn module(&self, name: &str) -> crate::btf::Module {
+        if self.origin.as_deref() != Some(Path::new(VMLINUX_PATH)) {
+            return crate::btf::Module::Unknown;
+        }
+        module_state(name)
     }
 
     fn has_fsession(&self) -> bool {
@@ -558,6 +605,7 @@ mod file;
 mod format;
 mod host;
 mod index;
+mod modules;
 mod names;
 mod spell;
 
@@ -566,5 +614,6 @@ pub use file::{MAX_BTF_BYTES, VMLINUX_PATH};
 use format::*;
 pub use host::this_kernel;
 use index::*;
+pub use modules::{BTF_DIR, module_state};
 #[cfg(test)]
 mod tests;
