@@ -18,6 +18,9 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let on = s.on.as_ref()?;
+        if super::tracepoints::is_several(on) {
+            return self.on_several(index, label, s);
+        }
         let (sig, usdt) = if s.file.is_some() {
             // A user function's entry: its file's DWARF names the arguments, as for
             // `session FILE:FUNC`; the uprobe reads them from the registers.

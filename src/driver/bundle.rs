@@ -42,6 +42,12 @@ impl KernelTypes for Profile<'_> {
     fn tracepoint(&self, name: &str) -> Option<FuncSig> {
         self.kernel.tracepoint(name)
     }
+    fn tracepoint_names(&self) -> Vec<String> {
+        self.kernel.tracepoint_names()
+    }
+    fn tracefs_events(&self) -> Option<Vec<(String, String)>> {
+        self.kernel.tracefs_events()
+    }
     fn resolve(&self, ty: TypeId) -> KType {
         self.kernel.resolve(ty)
     }
