@@ -555,6 +555,7 @@ impl Checker<'_> {
                     .as_ref()
                     .and_then(|u| u.get(&f.name))
                     .map(|u| u.offset),
+                args: 0,
             })
             .collect()
     }

@@ -58,6 +58,7 @@ impl Checker<'_> {
                 .as_ref()
                 .and_then(|u| u.get(&sig.name))
                 .map(|f| f.offset),
+            args: 0,
         };
         Some(Session {
             index,

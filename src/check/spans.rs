@@ -89,6 +89,7 @@ impl Checker<'_> {
             ret_slot: 0,
             ret: None,
             offset: None,
+            args: 0,
         };
         let entry_values = std::mem::take(&mut self.now.entry_values);
         let starts = self.span_start_points(

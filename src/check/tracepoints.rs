@@ -52,7 +52,10 @@ impl Checker<'_> {
             events,
             aggregations,
         } = self.point_body(&scope, index, &label, s);
-        let targets = self.targets(&funcs, &vec![0; funcs.len()]);
+        let mut targets = self.targets(&funcs, &vec![0; funcs.len()]);
+        for (t, f) in targets.iter_mut().zip(&funcs) {
+            t.args = f.params.len();
+        }
         Some(Session {
             index,
             at: s.span.clone(),
