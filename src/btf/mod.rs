@@ -99,6 +99,17 @@ pub trait KernelTypes {
     fn tracepoint(&self, _name: &str) -> Option<FuncSig> {
         None
     }
+    /// Every BTF tracepoint's name (each `btf_trace_NAME`), sorted: what a glob matches.
+    fn tracepoint_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The running kernel's tracefs events as (category, name), from
+    /// `/sys/kernel/tracing/events/CATEGORY/NAME`: BTF does not carry a tracepoint's
+    /// category. `None` when these are not the running kernel's types or tracefs cannot
+    /// be read.
+    fn tracefs_events(&self) -> Option<Vec<(String, String)>> {
+        None
+    }
     /// The type behind `ty`, typedefs and qualifiers stripped.
     fn resolve(&self, ty: TypeId) -> KType;
     /// How C spells the type, typedef names kept: `struct file *`, `size_t`, `loff_t *`.

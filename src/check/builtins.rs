@@ -201,10 +201,10 @@ pub const LATENCY: Builtin = Builtin(&at_return(def(
     C::Expr("({now} - {start})"),
 )));
 pub const FUNC: Builtin = Builtin(&def(
-    &["func"],
+    &["func", "probe"],
     BuiltinTy::FuncName,
-    "string, the traced function's name",
-    "the traced function's name",
+    "string, the traced function's or point's name",
+    "the traced function's or point's name (`probe`: bpftrace's word for it)",
     C::Str {
         at: Some("{func}"),
         fill: "__builtin_memcpy({dst}, {func}, {func_len});",

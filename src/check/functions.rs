@@ -108,7 +108,15 @@ pub fn list_label(s: &ast::Session) -> String {
         if let Some(file) = &s.file {
             return format!("{}:{}", file.name, on.name.name);
         }
-        return point(&on.name, on.tracepoint, &on.usdt);
+        // Several tracepoints: each as written, its category too (`tp:sched:sched*`).
+        let points: Vec<String> = std::iter::once(on)
+            .chain(&on.more)
+            .map(|p| match &p.category {
+                Some(c) => format!("tp:{}:{}", c.name, p.name.name),
+                None => point(&p.name, p.tracepoint, &p.usdt),
+            })
+            .collect();
+        return points.join(",");
     }
     let list = s
         .funcs
@@ -602,6 +610,7 @@ impl Checker<'_> {
                     .as_ref()
                     .and_then(|u| u.get(&f.name))
                     .map(|u| u.offset),
+                args: 0,
             })
             .collect()
     }

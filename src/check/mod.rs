@@ -29,6 +29,7 @@ pub mod program;
 pub mod resources;
 mod session;
 mod spans;
+mod tracepoints;
 mod usdt;
 mod user;
 mod uses;

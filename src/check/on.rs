@@ -18,6 +18,9 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let on = s.on.as_ref()?;
+        if super::tracepoints::is_several(on) {
+            return self.on_several(index, label, s);
+        }
         self.now.module = self.kernel_module(s)?;
         let (sig, usdt) = if s.file.is_some() && self.now.module.is_none() {
             // A user function's entry: its file's DWARF names the arguments, as for
@@ -56,6 +59,7 @@ impl Checker<'_> {
                 .as_ref()
                 .and_then(|u| u.get(&sig.name))
                 .map(|f| f.offset),
+            args: 0,
         };
         Some(Session {
             index,

@@ -64,6 +64,7 @@ impl Checker<'_> {
                 ret_slot: 0,
                 ret: None,
                 offset: None,
+                args: 0,
             }],
             several: false,
             skipped: Vec::new(),

@@ -336,6 +336,10 @@ pub struct Target {
     pub ret: Option<Scalar>,
     /// A user-space function: its offset in the session's file (where the uprobe goes).
     pub offset: Option<u64>,
+    /// A tracepoint of an `on` of several: its arguments in the prototype it was checked
+    /// against (a bundle checks the running kernel's, as `SpanPoint::args`); 0 elsewhere.
+    #[serde(default)]
+    pub args: usize,
 }
 
 impl Session {

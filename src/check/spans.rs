@@ -89,6 +89,7 @@ impl Checker<'_> {
             ret_slot: 0,
             ret: None,
             offset: None,
+            args: 0,
         };
         let entry_values = std::mem::take(&mut self.now.entry_values);
         let starts = self.span_start_points(
@@ -237,7 +238,7 @@ impl Checker<'_> {
         self.kernel_point(name, tracepoint).map(|sig| (sig, None))
     }
 
-    fn kernel_point(&mut self, name: &ast::Ident, tracepoint: bool) -> Option<FuncSig> {
+    pub(super) fn kernel_point(&mut self, name: &ast::Ident, tracepoint: bool) -> Option<FuncSig> {
         if !tracepoint {
             let at = super::functions::Lookup::of(self.input, &self.now);
             return super::functions::exact(&at, &mut self.whole.diags, name).map(|mut f| {
@@ -248,14 +249,7 @@ impl Checker<'_> {
         }
         let found = self.types().tracepoint(&name.name);
         if found.is_none() {
-            let d = Diagnostic::new(
-                name.span.clone(),
-                DiagKind::UnknownTracepoint {
-                    name: name.name.clone(),
-                },
-            )
-            .hint("`ls /sys/kernel/tracing/events/*/` names the kernel's tracepoints; BTF ones have a `btf_trace_NAME` type");
-            self.error_with(d);
+            self.unknown_tracepoint(name);
         }
         found
     }

@@ -151,3 +151,80 @@ fn arithmetic_on_constants_wraps_past_64_bits_as_c_computes_it() {
         assert_eq!(return_literals(&s), [want], "{expr}");
     }
 }
+
+/// The fixture with N more tracepoints named `many_NNN`, each with `sched_wakeup`'s
+/// prototype, and no tracefs: a kernel for the bounds of `on tp:GLOB`.
+struct ManyTracepoints(Fixture, usize);
+
+impl crate::btf::KernelTypes for ManyTracepoints {
+    fn function(&self, name: &str) -> Option<crate::btf::FuncSig> {
+        self.0.function(name)
+    }
+    fn function_names(&self) -> Vec<String> {
+        self.0.function_names()
+    }
+    fn tracepoint(&self, name: &str) -> Option<crate::btf::FuncSig> {
+        let mut sig = self.0.tracepoint("sched_wakeup")?;
+        sig.name = name.strip_prefix("many_").map(|_| name.to_string())?;
+        Some(sig)
+    }
+    fn tracepoint_names(&self) -> Vec<String> {
+        (0..self.1).map(|i| format!("many_{i:03}")).collect()
+    }
+    fn resolve(&self, ty: crate::btf::TypeId) -> crate::btf::KType {
+        self.0.resolve(ty)
+    }
+    fn type_name(&self, ty: crate::btf::TypeId) -> String {
+        self.0.type_name(ty)
+    }
+    fn field(&self, ty: crate::btf::TypeId, name: &str) -> Option<crate::btf::Field> {
+        self.0.field(ty, name)
+    }
+    fn field_names(&self, ty: crate::btf::TypeId) -> Vec<String> {
+        self.0.field_names(ty)
+    }
+    fn has_fsession(&self) -> bool {
+        true
+    }
+}
+
+fn codes_with(script: &str, kernel: &dyn crate::btf::KernelTypes) -> Vec<&'static str> {
+    let ast = crate::syntax::parse(script).expect("parses");
+    match super::check(&ast, script, kernel) {
+        Ok(_) => Vec::new(),
+        Err(diags) => diags.iter().map(|d| d.kind.code()).collect(),
+    }
+}
+
+#[test]
+fn an_on_glob_takes_up_to_the_most_tracepoints_and_refuses_one_more() {
+    let max = super::tracepoints::MAX_ON_TRACEPOINTS;
+    let script = "on tp:many_* { count() by probe }";
+    assert_eq!(
+        codes_with(script, &ManyTracepoints(Fixture::new(), max)),
+        [""; 0]
+    );
+    assert_eq!(
+        codes_with(script, &ManyTracepoints(Fixture::new(), max + 1)),
+        ["F0824"]
+    );
+}
+
+#[test]
+fn a_tracepoint_category_without_tracefs_is_refused_and_a_plain_glob_is_not() {
+    let kernel = ManyTracepoints(Fixture::new(), 3);
+    assert_eq!(
+        codes_with("on tp:many:many_* { count() }", &kernel),
+        ["F0825"]
+    );
+    assert_eq!(codes_with("on tp:many_* { count() }", &kernel), [""; 0]);
+}
+
+#[test]
+fn an_on_of_several_tracepoints_has_one_target_each_with_its_arguments() {
+    let s = session("on tp:sched:sched_wakeup*, tp:sched_wakeup { emit probe, p->pid }");
+    let names: Vec<&str> = s.targets.iter().map(|t| t.func.as_str()).collect();
+    assert_eq!(names, ["sched_wakeup", "sched_wakeup_new"], "each once");
+    assert!(s.targets.iter().all(|t| t.args == 1));
+    assert!(s.several);
+}

@@ -70,7 +70,9 @@ fn of_session(s: &Session, mode: Mode) -> Vec<SessionData> {
     match mode.of_session(s) {
         _ if s.span.is_some() => vec![span_data(s)],
         _ if s.offcpu => vec![offcpu_data(s)],
-        _ if s.on.is_some() || s.profile.is_some() => vec![on_data(s)],
+        _ if s.on.is_some() || s.profile.is_some() => {
+            (0..s.targets.len()).map(|t| on_data(s, t)).collect()
+        }
         m if mode.shares_body(s) => vec![multi_session_data(s, m, true)],
         m @ (Mode::FsessionMulti
         | Mode::FexitMulti
@@ -404,7 +406,6 @@ fn span_data(s: &Session) -> SessionData {
     data
 }
 
-/// An `on` point: fexit mode's one program (the filter, then the actions), attached at
 /// An offcpu item: fentry mode's two phases, the entry's at the switch out (a function
 /// the switch program calls for the thread leaving), the return's at the switch in.
 fn offcpu_data(s: &Session) -> SessionData {
@@ -413,16 +414,25 @@ fn offcpu_data(s: &Session) -> SessionData {
     data
 }
 
-/// the point instead of a return; `ts` is the point's time.
-fn on_data(s: &Session) -> SessionData {
-    let mut data = phases_data(s, &s.targets[0], 0, Mode::Fexit, |_| None, None);
+/// An `on` point: fexit mode's one program (the filter, then the actions), attached at
+/// the point instead of a return; `ts` is the point's time. Several tracepoints are a
+/// program each (`t`: the target's index).
+fn on_data(s: &Session, t: usize) -> SessionData {
+    let target = &s.targets[t];
+    let mut data = phases_data(s, target, t, Mode::Fexit, |_| None, None);
     match &s.on {
         Some(_) if s.user.is_some() => {
             // A user function's entry: a classic uprobe, attached by the runtime.
             data.shape.section = "uprobe".into();
             data.shape.ctx_decl = USER_CTX;
         }
-        Some(point) => data.shape.section = point.section(),
+        Some(point) => {
+            data.shape.section = SpanPoint {
+                name: target.func.clone(),
+                ..point.clone()
+            }
+            .section()
+        }
         None => {
             // A profile: libbpf does not attach a perf event program, the runtime opens
             // the perf events. The program reads nothing of its context itself.

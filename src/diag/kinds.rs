@@ -360,6 +360,22 @@ pub enum DiagKind {
         name: String,
     },
     EntryAtPoint,
+    /// `on A, B` where a point is not a tracepoint.
+    OnListNotTracepoint {
+        name: String,
+    },
+    /// `on tp:GLOB` (or `tp:CATEGORY:GLOB`) that matches no BTF tracepoint.
+    NoTracepointMatches {
+        pattern: String,
+    },
+    TooManyTracepoints {
+        count: usize,
+        max: usize,
+    },
+    /// `tp:CATEGORY:NAME` where tracefs cannot be read.
+    TracefsUnreadable {
+        category: String,
+    },
     /// A USDT point whose file has no SDT notes.
     NoSdtNotes {
         file: String,
@@ -514,6 +530,10 @@ impl DiagKind {
             UserLineAction => "F1111",
             AtPointOnly { .. } => "F0820",
             EntryAtPoint => "F0821",
+            OnListNotTracepoint { .. } => "F0822",
+            NoTracepointMatches { .. } => "F0823",
+            TooManyTracepoints { .. } => "F0824",
+            TracefsUnreadable { .. } => "F0825",
             NoSdtNotes { .. } => "F0840",
             UnknownUsdt { .. } => "F0841",
             UsdtAmbiguous { .. } => "F0842",
@@ -593,6 +613,18 @@ impl DiagKind {
                 "`{name}` belongs to a call, from its entry to its return: an `on` point has none"
             ),
             EntryAtPoint => "`entry()` is for sessions: `on` is one point, its values are all at hand".into(),
+            OnListNotTracepoint { name } => format!(
+                "`on` takes several points only as tracepoints (`tp:NAME`): `{name}` is not one"
+            ),
+            NoTracepointMatches { pattern } => {
+                format!("no BTF tracepoint of this kernel matches `tp:{pattern}`")
+            }
+            TooManyTracepoints { count, max } => format!(
+                "this `on` names {count} tracepoints, more than {max} (one program each)"
+            ),
+            TracefsUnreadable { category } => format!(
+                "the category `{category}` is read from tracefs (BTF does not carry it), and no tracefs can be read here"
+            ),
             NoSdtNotes { file } => {
                 format!("`{file}` has no USDT probes (no `.note.stapsdt` section)")
             }

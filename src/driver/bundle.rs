@@ -42,6 +42,12 @@ impl KernelTypes for Profile<'_> {
     fn tracepoint(&self, name: &str) -> Option<FuncSig> {
         self.kernel.tracepoint(name)
     }
+    fn tracepoint_names(&self) -> Vec<String> {
+        self.kernel.tracepoint_names()
+    }
+    fn tracefs_events(&self) -> Option<Vec<(String, String)>> {
+        self.kernel.tracefs_events()
+    }
     fn resolve(&self, ty: TypeId) -> KType {
         self.kernel.resolve(ty)
     }
@@ -358,11 +364,30 @@ fn absent_functions(
         .iter()
         .filter(|s| s.several && s.span.is_none())
     {
+        // An `on` of several tracepoints: each one here, with the arguments it had.
+        let tracepoints = s.on.as_ref().is_some_and(|p| p.tracepoint);
+        let here = |t: &crate::check::program::Target| match tracepoints {
+            true => kernel.tracepoint(&t.func).map(|sig| sig.params.len()),
+            false => kernel.function(&t.func).map(|_| t.args),
+        };
+        if let Some((t, n)) = s
+            .targets
+            .iter()
+            .find_map(|t| here(t).filter(|&n| n != t.args).map(|n| (t, n)))
+        {
+            return Err(Error::BundleTracepointArgs {
+                session: s.label.clone(),
+                name: format!("tp:{}", t.func),
+                built: t.args,
+                here: n,
+                kernel: kernel.describe(),
+            });
+        }
         let missing: Vec<(usize, &str)> = s
             .targets
             .iter()
             .enumerate()
-            .filter(|(_, t)| kernel.function(&t.func).is_none())
+            .filter(|(_, t)| here(t).is_none())
             .map(|(i, t)| (i, t.func.as_str()))
             .collect();
         if missing.is_empty() {
@@ -371,7 +396,15 @@ fn absent_functions(
         if missing.len() == s.targets.len() {
             return Err(Error::BundleMissingFunction {
                 session: s.label.clone(),
-                func: format!("function {}", missing[0].1),
+                func: format!(
+                    "{} {}",
+                    if tracepoints {
+                        "tracepoint"
+                    } else {
+                        "function"
+                    },
+                    missing[0].1
+                ),
                 kernel: kernel.describe(),
             });
         }

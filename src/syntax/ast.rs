@@ -57,8 +57,12 @@ pub enum Rate {
 pub struct OnPoint {
     pub name: Ident,
     pub tracepoint: bool,
+    /// `tp:CATEGORY:NAME`: the tracepoint's category, as tracefs names it.
+    pub category: Option<Ident>,
     /// `usdt:FILE:[PROVIDER:]NAME`: `name` is the probe's NAME.
     pub usdt: Option<Usdt>,
+    /// `on A, B, ...`: the points after the first, in the order written.
+    pub more: Vec<OnPoint>,
 }
 
 /// Where a USDT point's probe is: `usdt:FILE:NAME` or `usdt:FILE:PROVIDER:NAME`.

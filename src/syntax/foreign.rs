@@ -170,7 +170,20 @@ fn probe_diag(source: &str, pos: usize, kind: &str) -> Option<Diagnostic> {
                     .and_then(translate_block)
                     .filter(|b| !b.is_empty())
                     .map_or(" { count() by comm }".to_string(), |b| format!(" {{ {b} }}"));
-                return diag(vec![format!("write `on tp:{event}{block}`")]);
+                // `tracepoint:CATEGORY:NAME` is `tp:CATEGORY:NAME`, a list a list.
+                let points: Vec<String> = list
+                    .split(',')
+                    .map(|spec| {
+                        let spec = spec.trim();
+                        let rest = spec.split_once(':').map_or(spec, |(_, rest)| rest);
+                        // The category only narrows a glob: a name is unique without it.
+                        match rest.split_once(':') {
+                            Some((_, name)) if !name.contains(['*', '?']) => format!("tp:{name}"),
+                            _ => format!("tp:{rest}"),
+                        }
+                    })
+                    .collect();
+                return diag(vec![format!("write `on {}{block}`", points.join(", "))]);
             }
             let known = match event {
                 "read" => Some("vfs_read"),
@@ -254,7 +267,6 @@ pub fn name_hint(name: &str) -> Option<&'static str> {
         }
         "elapsed" => "the time a call took is `latency`",
         "args" => "parameters are plain names in fslat: `count`, not `args->count`",
-        "probe" => "bpftrace's `probe` is `func` (the function's name) in fslat",
         "curtask" => "fslat reads fields through the function's pointer parameters, not `curtask`",
         "username" => "fslat has `uid`, not `username`",
         _ => return None,
@@ -789,7 +801,6 @@ fn translate_expr(text: &str) -> String {
             "pid" => "tgid",
             "tid" => "pid",
             "retval" => "ret",
-            "probe" => "func",
             w => w,
         });
         rest = after;

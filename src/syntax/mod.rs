@@ -174,35 +174,36 @@ fn span_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
 /// `on POINT [where C] { actions }`, as a session of the point.
 fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
     let whole = span(&pair);
-    let mut point = None;
+    let mut points = Vec::new();
     let mut file = None;
     let mut predicate = None;
     let mut actions = None;
+    let kernel = |name, tracepoint| OnPoint {
+        name,
+        tracepoint,
+        category: None,
+        usdt: None,
+        more: Vec::new(),
+    };
     for p in pair.into_inner() {
         match p.as_rule() {
-            Rule::tracepoint => {
-                let name = p.into_inner().next().expect("tp: has a name");
-                point = Some(OnPoint {
-                    name: ident(name),
-                    tracepoint: true,
-                    usdt: None,
+            Rule::on_tp => {
+                // `tp:NAME` or `tp:CATEGORY:NAME`.
+                let mut parts: Vec<Ident> = p.into_inner().map(ident).collect();
+                let name = parts.pop().expect("tp: has a name");
+                points.push(OnPoint {
+                    category: parts.pop(),
+                    ..kernel(name, true)
                 });
             }
             Rule::usdt_point => {
                 let (name, usdt) = usdt_point(p);
-                point = Some(OnPoint {
-                    name,
-                    tracepoint: false,
+                points.push(OnPoint {
                     usdt,
+                    ..kernel(name, false)
                 });
             }
-            Rule::span_func => {
-                point = Some(OnPoint {
-                    name: ident(p),
-                    tracepoint: false,
-                    usdt: None,
-                })
-            }
+            Rule::span_func => points.push(kernel(ident(p), false)),
             Rule::on_user => {
                 let whole = span(&p);
                 // `:FUNC`: the main executable of -p or -c, as after `session`.
@@ -216,19 +217,9 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
                         Rule::user_quoted => {
                             let mut name = ident(part);
                             name.name = name.name.trim_matches('"').to_string();
-                            point = Some(OnPoint {
-                                name,
-                                tracepoint: false,
-                                usdt: None,
-                            });
+                            points.push(kernel(name, false));
                         }
-                        _ => {
-                            point = Some(OnPoint {
-                                name: ident(part),
-                                tracepoint: false,
-                                usdt: None,
-                            })
-                        }
+                        _ => points.push(kernel(ident(part), false)),
                     }
                 }
                 file = Some(this_file);
@@ -238,10 +229,16 @@ fn on_item(pair: Pair<Rule>, errors: &mut Vec<Diagnostic>) -> Session {
             _ => {}
         }
     }
-    let point = point.expect("the grammar gives `on` a point");
+    let mut points = points.into_iter();
+    let mut point = points.next().expect("the grammar gives `on` a point");
+    point.more = points.collect();
+    let funcs = std::iter::once(&point)
+        .chain(&point.more)
+        .map(|p| p.name.clone())
+        .collect();
     Session {
         func: point.name.clone(),
-        funcs: vec![point.name.clone()],
+        funcs,
         file,
         predicate,
         actions,

@@ -468,6 +468,24 @@ impl KernelTypes for Btf {
         names.into_iter().map(str::to_string).collect()
     }
 
+    fn tracepoint_names(&self) -> Vec<String> {
+        let mut names: Vec<&str> = (1..self.types.len() as TypeId)
+            .filter_map(|id| {
+                let r = self.rec(id)?;
+                let name = (r.kind == KIND_TYPEDEF).then(|| self.name(&r))?;
+                name.strip_prefix("btf_trace_")
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names.into_iter().map(str::to_string).collect()
+    }
+
+    fn tracefs_events(&self) -> Option<Vec<(String, String)>> {
+        let running = self.origin.as_deref() == Some(Path::new(VMLINUX_PATH));
+        running.then(host::tracefs_events).flatten()
+    }
+
     fn resolve(&self, ty: TypeId) -> KType {
         if let Some(all) = self.beyond(ty) {
             return all.resolve(ty);
