@@ -501,8 +501,14 @@ static __always_inline __u64 fslat_ustack_copy(__u32 tgid, __u64 *lost, bool fil
 		len = (len >> 1) & ~7ULL;
 	}
 	c->len = got;
-	/* The real return addresses of calls with a pending uretprobe, before the hash. */
-	fslat_ucopy_uretprobes(c->words, c->sp, got);
+	/* The real return addresses of calls with a pending uretprobe, before the hash. Its
+	 * length is read back from map memory (volatile: not the register `got` is in), so
+	 * the walk's compares narrow a value of its own, not `got`. */
+	fslat_ucopy_uretprobes(c->words, c->sp, *(volatile __u32 *)&c->len);
+	/* The walk may have looked the map up again: `c` as the verifier knows it still. */
+	c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+	if (!c)
+		return ((__u64)tgid << 32) | 0xffffffffULL;
 	__u64 h = 0xcbf29ce484222325ULL ^ c->ip;
 	__u64 code_span = code_hi - code_lo;
 	__u64 lib_lo = 1ULL << 32;

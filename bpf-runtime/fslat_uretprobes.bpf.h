@@ -41,7 +41,46 @@ struct task_struct___fslatr {
 /* MAX_URETPROBE_DEPTH (kernel/events/uprobes.c): no call deeper gets a uretprobe. */
 #define FSLAT_URETPROBE_DEPTH 64
 
-/* `words`: the `len` bytes of user stack copied from `sp` on. */
+#ifdef FSLAT_USTACK_FILES
+/* Where the walk is between bpf_loop turns: map memory (fslat_path.bpf.h says why not
+ * the stack). */
+struct fslat_uret_walk {
+	struct return_instance___fslat *ri;
+	__u64 tramp;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct fslat_uret_walk);
+} fslat_uret_walks SEC(".maps");
+
+/* One pending instance a turn. A callback is verified once, apart from the program: the
+ * program leaves bpf_loop in one state, where a loop written inline leaves it in one per
+ * instance, and the verifier walked the hash loop after it once for each (over its 1M
+ * instructions on 6.12 with a 16 KiB copy). */
+static long fslat_uret_step(__u64 i, void *unused)
+{
+	__u32 zero = 0;
+	struct fslat_uret_walk *w = bpf_map_lookup_elem(&fslat_uret_walks, &zero);
+	struct fslat_ustack_copy *c = bpf_map_lookup_elem(&FSLAT_UCOPY_SCRATCH_MAP, &zero);
+	if (!w || !c || !w->ri)
+		return 1;
+	struct return_instance___fslat *ri = w->ri;
+	/* The slot of the return address: the stack pointer at the call's entry. */
+	__u64 at = BPF_CORE_READ(ri, stack) - c->sp;
+	__u64 real = BPF_CORE_READ(ri, orig_ret_vaddr);
+	w->ri = BPF_CORE_READ(ri, next);
+	__u32 len = c->len;
+	if (!(at & 7) && at < len && at < FSLAT_USTACK_COPY && c->words[at / 8] == w->tramp)
+		c->words[at / 8] = real;
+	return 0;
+}
+#endif
+
+/* `words`: the `len` bytes of user stack copied from `sp` on (the copy in
+ * FSLAT_UCOPY_SCRATCH_MAP). */
 static __always_inline void fslat_ucopy_uretprobes(__u64 *words, __u64 sp, __u32 len)
 {
 #ifdef FSLAT_USTACK_FILES
@@ -55,32 +94,32 @@ static __always_inline void fslat_ucopy_uretprobes(__u64 *words, __u64 sp, __u32
 		return;
 	struct xol_area___fslat *area = t->mm->uprobes_state.xol_area;
 	__u64 tramp = area ? area->vaddr : 0;
-#define FSLAT_RI_READ(p, f) ((p)->f)
+	__u32 zero = 0;
+	struct fslat_uret_walk *w = bpf_map_lookup_elem(&fslat_uret_walks, &zero);
+	if (!tramp || !w)
+		return;
+	w->ri = ri;
+	w->tramp = tramp;
+	bpf_loop(FSLAT_URETPROBE_DEPTH, fslat_uret_step, NULL, 0);
 #else
 	struct task_struct___fslatr *t = (void *)bpf_get_current_task();
 	struct return_instance___fslat *ri = BPF_CORE_READ(t, utask, return_instances);
 	if (!ri)
 		return;
 	__u64 tramp = BPF_CORE_READ(t, mm, uprobes_state.xol_area, vaddr);
-#define FSLAT_RI_READ(p, f) BPF_CORE_READ(p, f)
-#endif
 	if (!tramp)
 		return;
-	/* No early exit: every turn ends at the loop's head, so the verifier leaves the loop
-	 * in one state, not one per pending instance, each of which it would otherwise walk
-	 * through the hash loop after it (over its 1M instructions on 6.12 with a 16 KiB
-	 * copy). A turn past the list's end is a test and a jump. */
+	/* No bpf_loop (5.10): inline, with no early exit, so the loop ends in one state. */
 	for (int i = 0; i < FSLAT_URETPROBE_DEPTH; i++) {
 		if (ri) {
-			/* The slot of the return address, the stack pointer at the call's entry. */
-			__u64 at = FSLAT_RI_READ(ri, stack) - sp;
+			__u64 at = BPF_CORE_READ(ri, stack) - sp;
 			if (!(at & 7) && at < len && at < FSLAT_USTACK_COPY &&
 			    words[at / 8] == tramp)
-				words[at / 8] = FSLAT_RI_READ(ri, orig_ret_vaddr);
-			ri = FSLAT_RI_READ(ri, next);
+				words[at / 8] = BPF_CORE_READ(ri, orig_ret_vaddr);
+			ri = BPF_CORE_READ(ri, next);
 		}
 	}
-#undef FSLAT_RI_READ
+#endif
 }
 
 #endif /* FSLAT_URETPROBES_BPF_H */
