@@ -500,18 +500,7 @@ impl StackTable {
             .collect();
         let mut frames = match kind {
             StackKind::Kernel => callers(self.kernel_frames(&addrs), self.entry_frame),
-            StackKind::User => match self
-                .files
-                .as_ref()
-                .and_then(|f| Some((f, f.places(raw, addrs.len())?)))
-            {
-                Some((files, places)) => {
-                    let mut frames = self.file_frames(&|n| files.path(n), &addrs, &places);
-                    self.place_from_mappings(tgid, &mut frames);
-                    frames
-                }
-                None => self.user_frames(tgid, &addrs),
-            },
+            StackKind::User => self.user_addr_frames(tgid, raw, &addrs),
         };
         frames.reverse();
         Stack {
@@ -755,18 +744,7 @@ impl StackTable {
     /// stack's (from the places the program resolved, else the process's mappings).
     fn walked(&self, tgid: u32, raw: u64, bytes: &[u8]) -> Stack {
         let (addrs, end) = walk::frames(bytes);
-        let frames = match self
-            .files
-            .as_ref()
-            .and_then(|f| Some((f, f.places(raw, addrs.len())?)))
-        {
-            Some((files, places)) => {
-                let mut frames = self.file_frames(&|n| files.path(n), &addrs, &places);
-                self.place_from_mappings(tgid, &mut frames);
-                frames
-            }
-            None => self.user_frames(tgid, &addrs),
-        };
+        let frames = self.user_addr_frames(tgid, raw, &addrs);
         let end = match end {
             walk::End::Complete => unwind::End::Complete,
             walk::End::Truncated => unwind::End::Truncated,
@@ -801,6 +779,23 @@ impl StackTable {
                 })
             })
             .collect()
+    }
+
+    /// A user stack's frames: from the places the program resolved at capture where it
+    /// did (stack `raw`), else from the process's mappings.
+    fn user_addr_frames(&self, tgid: u32, raw: u64, addrs: &[u64]) -> Vec<Frame> {
+        match self
+            .files
+            .as_ref()
+            .and_then(|f| Some((f, f.places(raw, addrs.len())?)))
+        {
+            Some((files, places)) => {
+                let mut frames = self.file_frames(&|n| files.path(n), addrs, &places);
+                self.place_from_mappings(tgid, &mut frames);
+                frames
+            }
+            None => self.user_frames(tgid, addrs),
+        }
     }
 
     fn user_frames(&self, tgid: u32, addrs: &[u64]) -> Vec<Frame> {
