@@ -9,6 +9,13 @@ use super::resources::Mode;
 use super::{Checker, Scope, phases};
 use crate::diag::{DiagKind, Diagnostic};
 use crate::syntax::ast;
+use crate::traceable::is_glob;
+
+/// Whether `on` names several points, or tracepoints by a glob or a category: the
+/// several-tracepoint form (check/tracepoints.rs).
+pub fn is_several(on: &ast::OnPoint) -> bool {
+    !on.more.is_empty() || (on.tracepoint && (on.category.is_some() || is_glob(&on.name.name)))
+}
 
 impl Checker<'_> {
     pub(super) fn on_session(
@@ -18,7 +25,7 @@ impl Checker<'_> {
         s: &ast::Session,
     ) -> Option<Session> {
         let on = s.on.as_ref()?;
-        if super::tracepoints::is_several(on) {
+        if is_several(on) {
             return self.on_several(index, label, s);
         }
         self.now.module = self.kernel_module(s)?;

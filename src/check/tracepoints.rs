@@ -18,14 +18,8 @@ pub const MAX_ON_TRACEPOINTS: usize = 128;
 /// The hint for a system call's own tracepoints, which are tracefs events without BTF.
 const SYSCALL_HINT: &str = "a system call's `sys_enter_NAME`/`sys_exit_NAME` tracepoints have no BTF: use the raw `tp:sys_enter` (`where id == N`) or the system call's function (`on __x64_sys_NAME`; `fslat -l '*sys_NAME'`)";
 
-/// Whether `on` names several points, or tracepoints by a glob or a category: the
-/// several-tracepoint form, checked here.
-pub fn is_several(on: &ast::OnPoint) -> bool {
-    !on.more.is_empty() || (on.tracepoint && (on.category.is_some() || is_glob(&on.name.name)))
-}
-
 impl Checker<'_> {
-    /// `on` of several tracepoints (`is_several`): one session of them, as a session of
+    /// `on` of several tracepoints (`on::is_several`): one session of them, as a session of
     /// several functions is: a parameter is read where every tracepoint has it, `func`
     /// and `probe` are the tracepoint's name; one program each.
     pub(super) fn on_several(
