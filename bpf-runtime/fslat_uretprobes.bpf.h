@@ -73,8 +73,16 @@ static long fslat_uret_step(__u64 i, void *unused)
 	__u64 real = BPF_CORE_READ(ri, orig_ret_vaddr);
 	w->ri = BPF_CORE_READ(ri, next);
 	__u32 len = c->len;
-	if (!(at & 7) && at < len && at < FSLAT_USTACK_COPY && c->words[at / 8] == w->tramp)
-		c->words[at / 8] = real;
+	if ((at & 7) || at >= len)
+		return 0;
+	/* The bound the verifier needs, on the register the access uses: the barrier keeps
+	 * clang (19) from folding it into the compares above. */
+	__u64 slot = at / 8;
+	asm volatile("" : "+r"(slot));
+	if (slot >= FSLAT_USTACK_COPY / 8)
+		return 0;
+	if (c->words[slot] == w->tramp)
+		c->words[slot] = real;
 	return 0;
 }
 #endif
@@ -113,9 +121,11 @@ static __always_inline void fslat_ucopy_uretprobes(__u64 *words, __u64 sp, __u32
 	for (int i = 0; i < FSLAT_URETPROBE_DEPTH; i++) {
 		if (ri) {
 			__u64 at = BPF_CORE_READ(ri, stack) - sp;
-			if (!(at & 7) && at < len && at < FSLAT_USTACK_COPY &&
-			    words[at / 8] == tramp)
-				words[at / 8] = BPF_CORE_READ(ri, orig_ret_vaddr);
+			__u64 slot = at / 8;
+			asm volatile("" : "+r"(slot));
+			if (!(at & 7) && at < len && slot < FSLAT_USTACK_COPY / 8 &&
+			    words[slot] == tramp)
+				words[slot] = BPF_CORE_READ(ri, orig_ret_vaddr);
 			ri = BPF_CORE_READ(ri, next);
 		}
 	}
