@@ -34,14 +34,7 @@ impl Btf {
             next += count;
         }
         let mut merged = Vec::with_capacity(HEADER_LEN + types.len() + strings.len());
-        let words = [
-            u32::from(BTF_MAGIC) | u32::from(BTF_VERSION) << 16,
-            HEADER_LEN as u32,
-            0,
-            types.len() as u32,
-            types.len() as u32,
-            strings.len() as u32,
-        ];
+        let words = header(types.len(), strings.len());
         for w in words {
             merged.extend_from_slice(&w.to_le_bytes());
         }
@@ -113,6 +106,19 @@ impl Shift {
 
 /// Appends the split BTF `data` to `types` and `strings`, renumbered by `shift`: the
 /// number of types it held.
+/// A BTF header's words (magic and version, its length, flags 0) for `types` bytes of
+/// types followed by `strings` bytes of strings.
+fn header(types: usize, strings: usize) -> [u32; 6] {
+    [
+        u32::from(BTF_MAGIC) | u32::from(BTF_VERSION) << 16,
+        HEADER_LEN as u32,
+        0,
+        types as u32,
+        types as u32,
+        strings as u32,
+    ]
+}
+
 fn append_split(
     types: &mut Vec<u8>,
     strings: &mut Vec<u8>,
@@ -280,15 +286,10 @@ mod tests {
             first + 2, // first + 3
         ];
         let types: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        let header = [
-            u32::from(BTF_MAGIC) | u32::from(BTF_VERSION) << 16,
-            HEADER_LEN as u32,
-            0,
-            types.len() as u32,
-            types.len() as u32,
-            strings.len() as u32,
-        ];
-        let mut out: Vec<u8> = header.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let mut out: Vec<u8> = super::header(types.len(), strings.len())
+            .iter()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
         out.extend(types);
         out.extend(strings);
         out
