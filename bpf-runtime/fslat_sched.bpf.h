@@ -367,7 +367,7 @@ int fslat_sched_switch(unsigned long long *ctx)
 		/* This hook runs as prev: its stacks are where it leaves. */
 		p->left = now;
 #ifdef FSLAT_SCHED_WAIT_KSTACK
-		p->out_kstack = fslat_stackid(ctx, &FSLAT_KSTACKS_MAP, 0, NULL);
+		p->out_kstack = fslat_kstackid(ctx, NULL);
 #endif
 #ifdef FSLAT_SCHED_WAIT_USTACK
 		/* Not resolved to files here: with interrupts off, bpf_find_vma defers the

@@ -212,6 +212,14 @@ pub struct RunArgs {
     ))]
     pub max_in_flight: Option<u32>,
 
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65_536),
+          help = format!(
+        "Distinct stacks each of kstack's and ustack's stack maps may hold ({} default; \
+         BCC's --stack-storage-size); a stack past it is counted as stack_lost",
+        driver::STACK_ENTRIES
+    ))]
+    pub max_stacks: Option<u32>,
+
     #[arg(long, value_name = "N", value_parser = parse_ustack_bytes, help = format!(
         "How many bytes of each user stack `ustack` copies at capture, to unwind with the \
          files' call-frame information (.eh_frame, .debug_frame): whole stacks of programs \
@@ -430,6 +438,7 @@ impl RunArgs {
             buffer_size: self.buffer_size,
             max_keys: self.max_keys,
             max_in_flight: self.max_in_flight,
+            max_stacks: self.max_stacks,
             ustack_bytes: self.ustack_bytes.unwrap_or(driver::UCOPY_DEFAULT),
             ustack_walk: self.ustack_walk,
             no_cache: self.no_cache,

@@ -66,7 +66,7 @@ pub enum C {
         at: Option<&'static str>,
         fill: &'static str,
     },
-    /// A stack id from `fslat_stackid` (bpf-runtime), counted in `stack_lost` when lost.
+    /// A stack id from `fslat_kstackid` or `fslat_ustackid` (bpf-runtime), counted in `stack_lost` when lost.
     Stack(StackKind),
 }
 

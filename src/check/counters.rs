@@ -126,7 +126,7 @@ pub const STACK_LOST: Counter = Counter {
     name: "stack_lost",
     about: "Stacks not recorded (the stack map was full or the walk failed).",
     source: Source::Bpf {
-        counted_in: "kstack and ustack (fslat_stackid in bpf-runtime/fslat_stacks.bpf.h)",
+        counted_in: "kstack and ustack (fslat_kstackid, fslat_ustackid in bpf-runtime/fslat_stacks.bpf.h)",
     },
     shown: Shown::WithStacks,
 };

@@ -757,7 +757,7 @@ pub enum FieldKind {
     },
     Ptr,
     /// A `u64` naming a stack in the program's stack map of that kind (fslat_stacks.bpf.h,
-    /// `fslat_stackid`, `fslat_ustackid`); read by `stacks::StackTable`.
+    /// `fslat_kstackid`, `fslat_ustackid`); read by `stacks::StackTable`.
     Stack(StackKind),
     /// `hex(x)`, `oct(x)`: an integer of this size, shown in that base.
     Formatted(Scalar, Radix),

@@ -23,6 +23,7 @@ pub use crate::build::Compiler;
 pub use crate::bundle::BundleError;
 pub use crate::cgroups::{Cgroup, lookup as lookup_cgroup};
 pub use crate::check::builtins::help as builtin_help;
+pub use crate::check::resources::STACK_ENTRIES;
 pub use crate::check::resources::{UCOPY_DEFAULT, UCOPY_MAX};
 pub use crate::check::{DEFAULT_MAX_FUNCTIONS, builtin_names};
 pub use crate::codegen::{AGG_ENTRIES, INFLIGHT_ENTRIES, PCT_ENTRIES};

@@ -31,6 +31,8 @@ pub struct Options {
     pub max_keys: Option<u32>,
     /// `--max-in-flight`: each span's map size.
     pub max_in_flight: Option<u32>,
+    /// `--max-stacks`: each stack map's size.
+    pub max_stacks: Option<u32>,
     /// `--ustack-bytes`: `Program::ustack_bytes`.
     pub ustack_bytes: u32,
     /// `--ustack-walk`: `Program::ustack_walk`.

@@ -121,6 +121,7 @@ pub fn run_object(
         ring_size: opts.buffer_size.unwrap_or(DEFAULT_RING_SIZE),
         max_keys: opts.max_keys,
         max_in_flight: opts.max_in_flight,
+        max_stacks: opts.max_stacks,
         verbose: opts.verbose,
         metrics: board.map(|b| b as std::sync::Arc<dyn crate::output::figures::Publish>),
         // --flamegraph writes its files at the end, maybe into another user's directory;

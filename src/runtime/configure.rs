@@ -1,13 +1,14 @@
 //! What this run writes into the object before it loads, by libbpf or by the warm start's
-//! replay alike: the maps' sizes (`--max-keys`, `--max-in-flight`, `-b`) and the initial
-//! data of the settings and arguments sections.
+//! replay alike: the maps' sizes (`--max-keys`, `--max-in-flight`, `--max-stacks`, `-b`)
+//! and the initial data of the settings and arguments sections.
 
 use super::{RuntimeError, Settings};
 use crate::check::program::Program;
 use crate::check::resources::{self, Setting};
 use std::collections::HashSet;
 
-/// The maps' sizes this run asks for (`--max-keys`, `--max-in-flight`, `-b`), by map.
+/// The maps' sizes this run asks for (`--max-keys`, `--max-in-flight`, `--max-stacks`,
+/// `-b`), by map.
 pub(super) struct Sizes {
     aggregation_maps: HashSet<String>,
     span_maps: HashSet<String>,
@@ -41,6 +42,16 @@ impl Sizes {
     ) -> Option<(u32, &'static str)> {
         if name == resources::EVENTS_MAP {
             Some((settings.ring_size, "sizing the ring buffer"))
+        } else if let Some(n) = settings.max_stacks.filter(|_| {
+            [
+                resources::KSTACKS_MAP,
+                resources::KSTACKS_MAP_2,
+                resources::USTACKS_MAP,
+                resources::USTACKS_MAP_2,
+            ]
+            .contains(&name)
+        }) {
+            Some((n, "sizing a stack map (--max-stacks)"))
         } else if let Some(n) = settings
             .max_keys
             .filter(|_| self.aggregation_maps.contains(name))

@@ -126,6 +126,7 @@ fn stack_table(
                 )
             }),
         )
+        .with_kernel_map(handle(resources::KSTACKS_MAP_2)?)
         .with_user_maps(
             handle(resources::USTACKS_MAP_2)?,
             handle(resources::UFRAMES_MAP)?,

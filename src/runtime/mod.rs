@@ -55,6 +55,9 @@ pub struct Settings {
     /// `--max-in-flight`: how many spans each span's map holds (default: its size in the
     /// object, `codegen::INFLIGHT_ENTRIES`).
     pub max_in_flight: Option<u32>,
+    /// `--max-stacks`: how many stacks each stack map holds (default: the object's,
+    /// `check::resources::STACK_ENTRIES`).
+    pub max_stacks: Option<u32>,
     pub verbose: bool,
     /// Where to publish the run's figures for `--listen` and `--otlp`, about once a second
     /// and once at the end.
@@ -154,6 +157,7 @@ pub(crate) mod tests {
             ring_size: DEFAULT_RING_SIZE,
             max_keys: None,
             max_in_flight: None,
+            max_stacks: None,
             verbose: false,
             metrics: None,
             keep_after_attach: None,

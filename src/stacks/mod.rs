@@ -1,7 +1,7 @@
 //! `kstack` and `ustack`: from the ids the BPF program stored to symbolized frames.
 //!
-//! The program keeps a stack id from `bpf_get_stackid` (fslat_stacks.bpf.h, `fslat_stackid`);
-//! the addresses live in the program's stack maps. A `StackTable` reads them by id and
+//! The program keeps a stack id from `bpf_get_stackid` (fslat_stacks.bpf.h,
+//! `fslat_kstackid`, `fslat_ustackid`); the addresses live in the program's stack maps. A `StackTable` reads them by id and
 //! symbolizes them with blazesym, once per distinct stack: kernel frames from
 //! `/proc/kallsyms` (modules included), user frames from the ELF symbols (and DWARF) of
 //! the files mapped in the traced process, through its `/proc/PID/maps`. The mappings of
@@ -18,7 +18,7 @@ pub mod unwind;
 mod walk;
 
 use crate::check::program::StackKind;
-use crate::check::resources::{EMPTY_STACK, NO_STACK, USTACK_SECOND, USTACK_WALKED};
+use crate::check::resources::{EMPTY_STACK, NO_STACK, STACK_SECOND, USTACK_WALKED};
 use blazesym::symbolize::source::{Elf, Kernel, Process, Source};
 use blazesym::symbolize::{CodeInfo, Input, Sym, Symbolized, Symbolizer};
 use blazesym::{MaybeDefault, Pid};
@@ -230,6 +230,7 @@ fn callers(mut frames: Vec<(Frame, u64)>, entry_frame: bool) -> Vec<Frame> {
 
 pub struct StackTable {
     kernel: Option<MapHandle>,
+    kernel_2: Option<MapHandle>,
     user: Option<MapHandle>,
     user_2: Option<MapHandle>,
     symbolizer: Symbolizer,
@@ -265,6 +266,7 @@ impl StackTable {
         StackTable {
             entry_frame,
             kernel,
+            kernel_2: None,
             user,
             user_2: None,
             symbolizer: symbolizer(false),
@@ -280,8 +282,14 @@ impl StackTable {
         }
     }
 
+    /// The second kernel stack map (ids with `STACK_SECOND`).
+    pub fn with_kernel_map(mut self, second: Option<MapHandle>) -> Self {
+        self.kernel_2 = second;
+        self
+    }
+
     /// The program's other user stack maps: the second stack map (ids with
-    /// `USTACK_SECOND`), and the resolved frames and files (both present when the kernel
+    /// `STACK_SECOND`), and the resolved frames and files (both present when the kernel
     /// has `bpf_find_vma`).
     pub fn with_user_maps(
         mut self,
@@ -444,11 +452,17 @@ impl StackTable {
             StackKind::Kernel => (raw as i64, 0),
             StackKind::User => (i64::from(raw as u32 as i32), (raw >> 32) as u32),
         };
-        let second = kind == StackKind::User && id >= 0 && (id as u32) & USTACK_SECOND != 0;
-        let (map, id) = match kind {
-            StackKind::Kernel => (self.kernel.as_ref(), id),
-            StackKind::User if second => (self.user_2.as_ref(), id & !i64::from(USTACK_SECOND)),
-            StackKind::User => (self.user.as_ref(), id),
+        let second = id >= 0 && (id as u32) & STACK_SECOND != 0;
+        let id = if second {
+            id & !i64::from(STACK_SECOND)
+        } else {
+            id
+        };
+        let map = match (kind, second) {
+            (StackKind::Kernel, false) => self.kernel.as_ref(),
+            (StackKind::Kernel, true) => self.kernel_2.as_ref(),
+            (StackKind::User, false) => self.user.as_ref(),
+            (StackKind::User, true) => self.user_2.as_ref(),
         };
         if id == EMPTY_STACK {
             return Stack {

@@ -36,10 +36,16 @@ pub const COUNTERS_MAP: &str = "fslat_counters";
 /// The stack maps the ids of `kstack` and `ustack` values name (fslat_stacks.bpf.h).
 pub const KSTACKS_MAP: &str = "fslat_kstacks";
 pub const USTACKS_MAP: &str = "fslat_ustacks";
-/// User stacks whose hash bucket in the first map holds another stack (short-lived
-/// processes each bring new addresses, so buckets fill): their id has `USTACK_SECOND`.
+/// Stacks whose hash bucket in the first map holds another stack: a stack map's bucket is
+/// the stack's hash modulo its size and is never freed, so without a second chance such a
+/// stack is lost for the whole run (short-lived processes each bring new user addresses,
+/// and a kernel's addresses change with each boot). Their id has `STACK_SECOND`.
+pub const KSTACKS_MAP_2: &str = "fslat_kstacks_2";
+/// The stacks each of the four stack maps holds unless `--max-stacks` says otherwise
+/// (`FSLAT_STACK_ENTRIES` in fslat_stacks.bpf.h; a test checks both).
+pub const STACK_ENTRIES: u32 = 4096;
 pub const USTACKS_MAP_2: &str = "fslat_ustacks_2";
-pub const USTACK_SECOND: u32 = 1 << 30;
+pub const STACK_SECOND: u32 = 1 << 30;
 /// A stack id that stands for a stack without frames: what `bpf_get_stackid` returns
 /// then (-EFAULT), for a profile's sample in user mode (no kernel stack) or in a kernel
 /// thread (no user stack). `FSLAT_EMPTY_STACK` in fslat_stacks.bpf.h (a test checks both).

@@ -7,6 +7,12 @@ fn the_empty_stack_id_is_the_one_the_bpf_side_gives() {
 }
 
 #[test]
+fn the_stack_maps_size_is_the_one_the_bpf_side_gives() {
+    let header = include_str!("../../../bpf-runtime/fslat_stacks.bpf.h");
+    assert!(header.contains(&format!("#define FSLAT_STACK_ENTRIES {STACK_ENTRIES}\n")));
+}
+
+#[test]
 fn programs_are_found_by_the_names_codegen_gives_them() {
     let script = "session vfs_read\nsession vfs_read, vfs_write";
     let ast = crate::syntax::parse(script).expect("parses");

@@ -14,7 +14,7 @@ use crate::check::builtins::C;
 use crate::check::counters::{self, Counter};
 use crate::check::program::*;
 use crate::check::resources::{
-    self, COUNTERS_MAP, EVENTS_MAP, KSTACKS_MAP, REGISTER_ARGS, SCRATCH_FROM, STACK_STRINGS,
+    self, COUNTERS_MAP, EVENTS_MAP, REGISTER_ARGS, SCRATCH_FROM, STACK_STRINGS,
 };
 use std::collections::{HashMap, HashSet};
 

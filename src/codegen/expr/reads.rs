@@ -90,7 +90,7 @@ impl Phase<'_> {
             C::Stack(StackKind::Kernel) => {
                 let c = self.counter(&counters::STACK_LOST);
                 self.declare("fslat_kstack", || {
-                    format!("__s64 fslat_kstack = fslat_stackid(ctx, &{KSTACKS_MAP}, 0, {c});")
+                    format!("__s64 fslat_kstack = fslat_kstackid(ctx, {c});")
                 })
             }
             C::Stack(StackKind::User) => {
