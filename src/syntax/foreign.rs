@@ -18,6 +18,9 @@ pub fn explain(source: &str, pos: usize, expected: &[Rule]) -> Option<Diagnostic
     if let Some(d) = bad_value(source, pos) {
         return Some(d);
     }
+    if let Some(d) = probe_in_item(source, pos) {
+        return Some(d);
+    }
     // `profile:hz:99`: fslat's own keyword `profile` parsed, then the parser stops at the
     // colon of bpftrace's probe.
     if rest.starts_with(':')
@@ -57,6 +60,13 @@ pub fn explain(source: &str, pos: usize, expected: &[Rule]) -> Option<Diagnostic
                 "write `if COND { ACTIONS } else if COND { ACTIONS } else { ACTIONS }`: the braces are required, the parentheses are not",
             ));
         }
+        "exit" if after_word.starts_with('(') => {
+            return Some(
+                Diagnostic::new(span, DiagKind::ForeignPrintf { name: word.into() }).hint(
+                    "a run ends after `-d DURATION`, when the command of `-c` exits, or at Ctrl-C (SIGINT or SIGTERM), and then prints its aggregations and summary",
+                ),
+            );
+        }
         "print" | "clear" | "zero" if after_word.starts_with('(') => {
             return Some(
                 Diagnostic::new(span, DiagKind::ForeignPrintf { name: word.into() }).hint(
@@ -67,6 +77,95 @@ pub fn explain(source: &str, pos: usize, expected: &[Rule]) -> Option<Diagnostic
         _ => {}
     }
     keyword_typo(source, pos, word, expected)
+}
+
+/// bpftrace's probe kinds that name no fslat point (`usdt:` does; `tp:` is fslat's own),
+/// by the names a file could not have: the one-letter forms are left out.
+fn is_probe_kind(word: &str) -> bool {
+    matches!(
+        word,
+        "kprobe"
+            | "kretprobe"
+            | "fentry"
+            | "fexit"
+            | "kfunc"
+            | "kretfunc"
+            | "uprobe"
+            | "uretprobe"
+            | "tracepoint"
+            | "rawtracepoint"
+            | "interval"
+            | "software"
+            | "hardware"
+            | "watchpoint"
+    )
+}
+
+/// A bpftrace probe where fslat's item expects its point: `on uprobe:/bin/bash:readline`,
+/// `on tracepoint:sched:sched_switch` stop the parser inside it (at `pos`).
+fn probe_in_item(source: &str, pos: usize) -> Option<Diagnostic> {
+    let start = source[..pos]
+        .rfind(|c: char| c.is_whitespace() || c == ',')
+        .map_or(0, |i| i + 1);
+    let end = source[pos..]
+        .find(|c: char| c.is_whitespace() || "{},".contains(c))
+        .map_or(source.len(), |i| pos + i);
+    let (kind, _) = source[start..end].split_once(':')?;
+    let before = source[..start].trim_end();
+    let in_item = ["on", "session", "span", "->", ","]
+        .iter()
+        .any(|w| before.ends_with(w));
+    (is_probe_kind(kind) && in_item).then(|| point_diag(source, start, kind))
+}
+
+/// The same after a parse that took the probe's kind for a file (`on kprobe:vfs_read`
+/// reads as the function `vfs_read` of a program `kprobe`): the `user_file` at `at`.
+pub fn probe_as_file(source: &str, at: std::ops::Range<usize>) -> Option<Diagnostic> {
+    let kind = source.get(at.clone())?;
+    let followed = source[at.end..].starts_with(':');
+    (is_probe_kind(kind) && followed).then(|| point_diag(source, at.start, kind))
+}
+
+/// A bpftrace probe written as an fslat item's point, at `start`: the point fslat
+/// takes there, the rest of the item as the user wrote it.
+fn point_diag(source: &str, start: usize, kind: &str) -> Diagnostic {
+    let len = source[start..]
+        .find(|c: char| c.is_whitespace() || "{},".contains(c))
+        .unwrap_or(source.len() - start);
+    let probe = &source[start..start + len];
+    let spec = probe.split_once(':').map_or("", |(_, s)| s);
+    let item = source[..start].split_whitespace().next_back().unwrap_or("");
+    let point = match kind {
+        "tracepoint" | "rawtracepoint" => match spec.split_once(':') {
+            Some((_, name)) if !name.contains(['*', '?']) => Some(format!("tp:{name}")),
+            _ if !spec.is_empty() => Some(format!("tp:{spec}")),
+            _ => None,
+        },
+        _ if !spec.is_empty()
+            && !matches!(kind, "interval" | "software" | "hardware" | "watchpoint") =>
+        {
+            Some(spec.to_string())
+        }
+        _ => None,
+    };
+    let returns = matches!(kind, "kretprobe" | "kretfunc" | "fexit" | "uretprobe");
+    let hint = match point {
+        Some(p) if returns && item == "on" => format!(
+            "`on` acts at the entry; the return is a session's: write `session {p}` (`ret`, `latency`)"
+        ),
+        Some(p) => format!("write `{p}` here"),
+        None => {
+            "fslat's points are functions (`FUNC`, `FILE:FUNC`), `tp:NAME` and `usdt:FILE:NAME`"
+                .into()
+        }
+    };
+    Diagnostic::new(
+        start..start + len,
+        DiagKind::ForeignProbe {
+            probe: kind.to_string(),
+        },
+    )
+    .hint(hint)
 }
 
 /// `kprobe:vfs_read`, `tracepoint:syscalls:sys_enter_read`, `BEGIN`, ... at `pos`.
@@ -871,6 +970,7 @@ mod tests {
             "session vfs_read /pid == 1 { printf(\"%d\", ",
             "\u{feff}ßession ẞ:x 'unterminated\n@[ = count(",
             "kprobe: /x/ { @x[ = hist( } kretprobe:,, BEGIN{",
+            "on uprobe:é:/ü { exit( } session tracepoint:é:, span kprobe:->kretprobe: on interval:",
             "1.ms 1.5 .5ms 99999999999999999999.999999999999999999999s 3402823669209384634633746074317.1s $ $1 = ",
         ];
         let rules = [Rule::kw_where, Rule::session, Rule::emit, Rule::aggregation];

@@ -25,7 +25,13 @@ pub fn parse(source: &str) -> Result<Script, Vec<Diagnostic>> {
     let script = pairs
         .next()
         .expect("the grammar's script rule always yields one pair");
-    let mut errors = Vec::new();
+    let mut errors: Vec<Diagnostic> = script
+        .clone()
+        .into_inner()
+        .flatten()
+        .filter(|p| p.as_rule() == Rule::user_file)
+        .filter_map(|p| foreign::probe_as_file(source, span(&p)))
+        .collect();
     let mut sessions = Vec::new();
     let (mut begin, mut end) = (Vec::new(), Vec::new());
     for pair in script.into_inner() {
