@@ -58,47 +58,30 @@ impl Checker<'_> {
         } = self.point_body(&scope, index, &label, s);
         let user = self.now.user.take();
         let target = Target {
-            func: sig.name.clone(),
-            slots: params.iter().map(|p| p.slot).collect(),
-            ret_slot: 0,
-            ret: None,
             offset: user
                 .as_ref()
                 .and_then(|u| u.get(&sig.name))
                 .map(|f| f.offset),
-            args: 0,
+            ..Target::new(sig.name.clone(), params.iter().map(|p| p.slot).collect())
         };
         Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: sig.name.clone(),
             params,
-            ret_slot: 0,
-            ret: None,
             entry_filter,
             return_filter,
             events,
             aggregations,
-            entry_values: Vec::new(),
-            targets: vec![target],
-            several: false,
-            skipped: Vec::new(),
             // One classic uprobe at the entry, on every kernel: a point has no return.
             user: user.map(|u| UserSession {
                 path: u.path().display().to_string(),
                 mode: Mode::Uprobe,
             }),
-            span: None,
             on: Some(SpanPoint {
                 name: on.name.name.clone(),
                 tracepoint: on.tracepoint,
                 args: sig.params.len(),
                 usdt,
             }),
-            profile: None,
-            offcpu: false,
-            counts_errors: false,
+            ..Session::new(index, s.span.clone(), label, sig.name, vec![target])
         })
     }
 

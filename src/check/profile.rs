@@ -45,35 +45,14 @@ impl Checker<'_> {
             events,
             aggregations,
         } = self.point_body(&scope, index, &label, s);
+        let target = Target::new(sig.name.clone(), Vec::new());
         Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: sig.name.clone(),
-            params: Vec::new(),
-            ret_slot: 0,
-            ret: None,
             entry_filter,
             return_filter,
             events,
             aggregations,
-            entry_values: Vec::new(),
-            targets: vec![Target {
-                func: sig.name,
-                slots: Vec::new(),
-                ret_slot: 0,
-                ret: None,
-                offset: None,
-                args: 0,
-            }],
-            several: false,
-            skipped: Vec::new(),
-            user: None,
-            span: None,
-            on: None,
             profile: Some(rate),
-            offcpu: false,
-            counts_errors: false,
+            ..Session::new(index, s.span.clone(), label, sig.name, vec![target])
         })
     }
 }

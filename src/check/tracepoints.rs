@@ -51,32 +51,19 @@ impl Checker<'_> {
             t.args = f.params.len();
         }
         Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: funcs[0].name.clone(),
             params: self.now.shared.iter().map(|(p, _)| p.clone()).collect(),
-            ret_slot: 0,
-            ret: None,
             entry_filter,
             return_filter,
             events,
             aggregations,
-            entry_values: Vec::new(),
-            targets,
             several: true,
-            skipped: Vec::new(),
-            user: None,
-            span: None,
             on: Some(SpanPoint {
                 name: funcs[0].name.clone(),
                 tracepoint: true,
                 args: funcs[0].params.len(),
                 usdt: None,
             }),
-            profile: None,
-            offcpu: false,
-            counts_errors: false,
+            ..Session::new(index, s.span.clone(), label, funcs[0].name.clone(), targets)
         })
     }
 
