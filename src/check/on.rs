@@ -50,12 +50,7 @@ impl Checker<'_> {
             several: false,
             func_cap: sig.name.len() as u32 + 1,
         };
-        let PointBody {
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-        } = self.point_body(&scope, index, &label, s);
+        let body = self.point_body(&scope, index, &label, s);
         let user = self.now.user.take();
         let target = Target {
             offset: user
@@ -64,12 +59,8 @@ impl Checker<'_> {
                 .map(|f| f.offset),
             ..Target::new(sig.name.clone(), params.iter().map(|p| p.slot).collect())
         };
-        Some(Session {
+        Some(body.into_session(Session {
             params,
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
             // One classic uprobe at the entry, on every kernel: a point has no return.
             user: user.map(|u| UserSession {
                 path: u.path().display().to_string(),
@@ -82,7 +73,7 @@ impl Checker<'_> {
                 usdt,
             }),
             ..Session::new(index, s.span.clone(), label, sig.name, vec![target])
-        })
+        }))
     }
 
     /// The `where` and the actions at a point with no return (an `on` point, a profile's
@@ -129,4 +120,17 @@ pub(super) struct PointBody {
     pub return_filter: Option<Expr>,
     pub events: Vec<EventSchema>,
     pub aggregations: Vec<Aggregation>,
+}
+
+impl PointBody {
+    /// `session` with this filter and these actions.
+    pub(super) fn into_session(self, session: Session) -> Session {
+        Session {
+            entry_filter: self.entry_filter,
+            return_filter: self.return_filter,
+            events: self.events,
+            aggregations: self.aggregations,
+            ..session
+        }
+    }
 }

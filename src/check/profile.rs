@@ -39,20 +39,11 @@ impl Checker<'_> {
         }
         let sig = self.bare_item(s);
         let scope = Scope::bare(&sig);
-        let super::on::PointBody {
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-        } = self.point_body(&scope, index, &label, s);
+        let body = self.point_body(&scope, index, &label, s);
         let target = Target::new(sig.name.clone(), Vec::new());
-        Some(Session {
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
+        Some(body.into_session(Session {
             profile: Some(rate),
             ..Session::new(index, s.span.clone(), label, sig.name, vec![target])
-        })
+        }))
     }
 }
