@@ -59,35 +59,15 @@ impl Checker<'_> {
                 return None;
             }
         }
+        let target = Target::new(sig.name.clone(), Vec::new());
         Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: sig.name.clone(),
-            params: Vec::new(),
-            ret_slot: 0,
-            ret: None,
             entry_filter,
             return_filter,
             events,
             aggregations,
             entry_values: std::mem::take(&mut self.now.entry_values),
-            targets: vec![Target {
-                func: sig.name,
-                slots: Vec::new(),
-                ret_slot: 0,
-                ret: None,
-                offset: None,
-                args: 0,
-            }],
-            several: false,
-            skipped: Vec::new(),
-            user: None,
-            span: None,
-            on: None,
-            profile: None,
             offcpu: true,
-            counts_errors: false,
+            ..Session::new(index, s.span.clone(), label, sig.name, vec![target])
         })
     }
 

@@ -50,56 +50,30 @@ impl Checker<'_> {
             several: false,
             func_cap: sig.name.len() as u32 + 1,
         };
-        let PointBody {
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-        } = self.point_body(&scope, index, &label, s);
+        let body = self.point_body(&scope, index, &label, s);
         let user = self.now.user.take();
         let target = Target {
-            func: sig.name.clone(),
-            slots: params.iter().map(|p| p.slot).collect(),
-            ret_slot: 0,
-            ret: None,
             offset: user
                 .as_ref()
                 .and_then(|u| u.get(&sig.name))
                 .map(|f| f.offset),
-            args: 0,
+            ..Target::new(sig.name.clone(), params.iter().map(|p| p.slot).collect())
         };
-        Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: sig.name.clone(),
+        Some(body.into_session(Session {
             params,
-            ret_slot: 0,
-            ret: None,
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-            entry_values: Vec::new(),
-            targets: vec![target],
-            several: false,
-            skipped: Vec::new(),
             // One classic uprobe at the entry, on every kernel: a point has no return.
             user: user.map(|u| UserSession {
                 path: u.path().display().to_string(),
                 mode: Mode::Uprobe,
             }),
-            span: None,
             on: Some(SpanPoint {
                 name: on.name.name.clone(),
                 tracepoint: on.tracepoint,
                 args: sig.params.len(),
                 usdt,
             }),
-            profile: None,
-            offcpu: false,
-            counts_errors: false,
-        })
+            ..Session::new(index, s.span.clone(), label, sig.name, vec![target])
+        }))
     }
 
     /// The `where` and the actions at a point with no return (an `on` point, a profile's
@@ -146,4 +120,17 @@ pub(super) struct PointBody {
     pub return_filter: Option<Expr>,
     pub events: Vec<EventSchema>,
     pub aggregations: Vec<Aggregation>,
+}
+
+impl PointBody {
+    /// `session` with this filter and these actions.
+    pub(super) fn into_session(self, session: Session) -> Session {
+        Session {
+            entry_filter: self.entry_filter,
+            return_filter: self.return_filter,
+            events: self.events,
+            aggregations: self.aggregations,
+            ..session
+        }
+    }
 }

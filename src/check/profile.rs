@@ -39,41 +39,11 @@ impl Checker<'_> {
         }
         let sig = self.bare_item(s);
         let scope = Scope::bare(&sig);
-        let super::on::PointBody {
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-        } = self.point_body(&scope, index, &label, s);
-        Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: sig.name.clone(),
-            params: Vec::new(),
-            ret_slot: 0,
-            ret: None,
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-            entry_values: Vec::new(),
-            targets: vec![Target {
-                func: sig.name,
-                slots: Vec::new(),
-                ret_slot: 0,
-                ret: None,
-                offset: None,
-                args: 0,
-            }],
-            several: false,
-            skipped: Vec::new(),
-            user: None,
-            span: None,
-            on: None,
+        let body = self.point_body(&scope, index, &label, s);
+        let target = Target::new(sig.name.clone(), Vec::new());
+        Some(body.into_session(Session {
             profile: Some(rate),
-            offcpu: false,
-            counts_errors: false,
-        })
+            ..Session::new(index, s.span.clone(), label, sig.name, vec![target])
+        }))
     }
 }

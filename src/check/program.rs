@@ -342,7 +342,54 @@ pub struct Target {
     pub args: usize,
 }
 
+impl Target {
+    /// The kernel function `func`, the session's parameters at `slots` of its context;
+    /// no return value, no tracepoint arguments.
+    pub fn new(func: String, slots: Vec<usize>) -> Self {
+        Target {
+            func,
+            slots,
+            ret_slot: 0,
+            ret: None,
+            offset: None,
+            args: 0,
+        }
+    }
+}
+
 impl Session {
+    /// Session `index`, written at `at`, of `func` at `targets`, with what every kind of
+    /// session starts from: no parameters, return value, filter, event, aggregation or
+    /// `entry()` value; its functions written one by one, none skipped; in the kernel,
+    /// and neither a span, an `on` point, a profile nor offcpu; `errors` counted only
+    /// where the return is needed anyway. Each kind's checker sets what it has
+    /// (`Session { .., ..Session::new(..) }`).
+    pub fn new(index: usize, at: Span, label: String, func: String, targets: Vec<Target>) -> Self {
+        Session {
+            index,
+            at,
+            label,
+            func,
+            params: Vec::new(),
+            ret_slot: 0,
+            ret: None,
+            entry_filter: None,
+            return_filter: None,
+            events: Vec::new(),
+            aggregations: Vec::new(),
+            entry_values: Vec::new(),
+            targets,
+            several: false,
+            skipped: Vec::new(),
+            user: None,
+            span: None,
+            on: None,
+            profile: None,
+            offcpu: false,
+            counts_errors: false,
+        }
+    }
+
     /// Whether a point of this `on` or span is a USDT probe.
     pub fn at_usdt(&self) -> bool {
         self.usdt_points().next().is_some()

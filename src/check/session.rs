@@ -188,10 +188,6 @@ impl Checker<'_> {
         let (events, aggregations) = self.actions(&scope, index, &label, s, ret.is_some());
         let targets = self.targets(&funcs, &ret_slots);
         Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: func.name.clone(),
             ret_slot: slot,
             params: self.now.shared.iter().map(|(p, _)| p.clone()).collect(),
             ret,
@@ -200,15 +196,10 @@ impl Checker<'_> {
             events,
             aggregations,
             entry_values: std::mem::take(&mut self.now.entry_values),
-            targets,
             several,
             skipped,
-            user: None,
-            span: None,
-            on: None,
-            profile: None,
-            offcpu: false,
             counts_errors: self.input.opts.count_errors,
+            ..Session::new(index, s.span.clone(), label, func.name.clone(), targets)
         })
     }
 

@@ -83,14 +83,10 @@ impl Checker<'_> {
         for start in &starts {
             params.extend(start.params.iter().cloned());
         }
-        let target = Target {
-            func: end_sig.name.clone(),
-            slots: params.iter().map(|p| p.slot).collect(),
-            ret_slot: 0,
-            ret: None,
-            offset: None,
-            args: 0,
-        };
+        let target = Target::new(
+            end_sig.name.clone(),
+            params.iter().map(|p| p.slot).collect(),
+        );
         let entry_values = std::mem::take(&mut self.now.entry_values);
         let starts = self.span_start_points(
             keyed,
@@ -99,31 +95,24 @@ impl Checker<'_> {
             &entry_values,
         );
         Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: end_sig.name.clone(),
             params,
-            ret_slot: 0,
-            ret: None,
             entry_filter,
             return_filter,
             events,
             aggregations,
             entry_values,
-            targets: vec![target],
-            several: false,
-            skipped: Vec::new(),
-            user: None,
             span: Some(SpanPoints {
                 starts,
                 end: point(&ends.end, &end_sig, end_usdt),
                 end_key,
             }),
-            on: None,
-            profile: None,
-            offcpu: false,
-            counts_errors: false,
+            ..Session::new(
+                index,
+                s.span.clone(),
+                label,
+                end_sig.name.clone(),
+                vec![target],
+            )
         })
     }
 

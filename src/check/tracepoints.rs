@@ -3,7 +3,6 @@
 //! tracepoints, the category matched against tracefs (BTF does not carry it). Each
 //! tracepoint is one program at the point; `func` (and `probe`) is its name.
 
-use super::on::PointBody;
 use super::program::*;
 use super::{Checker, Scope};
 use crate::btf::FuncSig;
@@ -40,44 +39,22 @@ impl Checker<'_> {
             several: true,
             func_cap: funcs.iter().map(|f| f.name.len() as u32 + 1).max()?,
         };
-        let PointBody {
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-        } = self.point_body(&scope, index, &label, s);
+        let body = self.point_body(&scope, index, &label, s);
         let mut targets = self.targets(&funcs, &vec![0; funcs.len()]);
         for (t, f) in targets.iter_mut().zip(&funcs) {
             t.args = f.params.len();
         }
-        Some(Session {
-            index,
-            at: s.span.clone(),
-            label,
-            func: funcs[0].name.clone(),
+        Some(body.into_session(Session {
             params: self.now.shared.iter().map(|(p, _)| p.clone()).collect(),
-            ret_slot: 0,
-            ret: None,
-            entry_filter,
-            return_filter,
-            events,
-            aggregations,
-            entry_values: Vec::new(),
-            targets,
             several: true,
-            skipped: Vec::new(),
-            user: None,
-            span: None,
             on: Some(SpanPoint {
                 name: funcs[0].name.clone(),
                 tracepoint: true,
                 args: funcs[0].params.len(),
                 usdt: None,
             }),
-            profile: None,
-            offcpu: false,
-            counts_errors: false,
-        })
+            ..Session::new(index, s.span.clone(), label, funcs[0].name.clone(), targets)
+        }))
     }
 
     /// The tracepoints `on`'s points name, in the order written, each once.

@@ -260,6 +260,10 @@ impl TableRow {
         };
         match ra {
             None => plain(UROW_END),
+            // The return address (CFA - 8) below the register the CFA is from, or the
+            // saved rbp in or above its slot: no compiler writes that, and the walk would
+            // read a word that is not the frame's.
+            Some(-8) if cfa_offset < 8 || (bp.is_some() && bp_offset > -16) => plain(UROW_BAD),
             // The walk reads the return address just below the CFA, as x86-64 has it.
             Some(-8) => TableRow {
                 pc,
@@ -283,26 +287,31 @@ impl TableRow {
     }
 }
 
-/// The rows of one FDE's CFI program into `rows`; `None` when it cannot be read.
+/// The rows of one FDE's CFI program into `rows`; `None` when it cannot be read. Rows
+/// its program advances to past the FDE's end are left out (the next FDE's rules hold
+/// there), and one that wraps below its start makes it unreadable: the rows stay sorted.
 fn fde_rows<'a, S>(
     section: &S,
     bases: &BaseAddresses,
     ctx: &mut UnwindContext<usize>,
-    offset: usize,
+    fde: &Fde,
     rows: &mut Vec<TableRow>,
 ) -> Option<()>
 where
     S: UnwindSection<EndianSlice<'a, LittleEndian>>,
 {
-    let fde = section
-        .fde_from_offset(bases, offset.into(), S::cie_from_offset)
+    let parsed = section
+        .fde_from_offset(bases, fde.offset.into(), S::cie_from_offset)
         .ok()?;
-    let mut table = gimli::UnwindTable::new(section, bases, ctx, &fde).ok()?;
+    let mut table = gimli::UnwindTable::new(section, bases, ctx, &parsed).ok()?;
     let mut n = 0;
     while let Some(row) = table.next_row().ok()? {
         n += 1;
-        if n > MAX_FDE_ROWS {
+        if n > MAX_FDE_ROWS || row.start_address() < fde.start {
             return None;
+        }
+        if row.start_address() >= fde.end {
+            break;
         }
         let pc = u32::try_from(row.start_address()).ok()?;
         let rule = to_rule(
@@ -338,16 +347,10 @@ impl FileCfi {
             let before = rows.len();
             let read = if fde.debug {
                 let s = DebugFrame::new(&self.debug_frame, LittleEndian);
-                fde_rows(
-                    &s,
-                    &BaseAddresses::default(),
-                    &mut ctx,
-                    fde.offset,
-                    &mut rows,
-                )
+                fde_rows(&s, &BaseAddresses::default(), &mut ctx, fde, &mut rows)
             } else {
                 let s = EhFrame::new(&self.eh_frame, LittleEndian);
-                fde_rows(&s, &self.eh_bases, &mut ctx, fde.offset, &mut rows)
+                fde_rows(&s, &self.eh_bases, &mut ctx, fde, &mut rows)
             };
             if read.is_none() {
                 rows.truncate(before);
@@ -367,7 +370,8 @@ impl FileCfi {
         rows.dedup_by_key(|r| r.pc);
         rows.reverse();
         rows.dedup_by(|next, kept| next.same_rule(kept));
-        Some(rows)
+        // The gap after the last FDE came after the check in the loop.
+        (rows.len() <= max).then_some(rows)
     }
 
     /// The bias of a mapping of this file at `start` from file offset `offset`: an
