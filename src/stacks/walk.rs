@@ -10,11 +10,17 @@
 use super::maps::{self, Mapping};
 use super::unwind::{CfiCache, TableRow};
 use crate::check::resources::{
-    UMAP_SIZE, UPROC_MAPS_AT, UPROCS_ENTRIES, UROW_SIZE, UROWS_ENTRIES, UWALK_ERROR, UWALK_MAPS,
+    UMAP_SIZE, UPROC_GEN_AT, UPROC_MAPS_AT, UPROCS_ENTRIES, UROW_SIZE, UROWS_ENTRIES, UWALK_ERROR,
+    UWALK_MAPS,
 };
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// How long a slot a process no longer uses stays unused: a walk that read the slot
+/// before the process's entry moved on (microseconds) is over by then.
+const SLOT_REST: Duration = Duration::from_secs(1);
 
 /// Why a walked stack ended early, by the reason in its last word (`UWALK_ERROR | n`).
 const REASONS: [&str; 7] = [
@@ -63,9 +69,14 @@ pub struct Walk {
     procs: MapHandle,
     pub walks: MapHandle,
     slots: MapHandle,
-    /// Each prepared process's slot in `procs`, and the next free one.
-    slot_of: RefCell<HashMap<u32, u32>>,
+    /// Each prepared process's slot in `procs` and the table written there; slots
+    /// released (and since when); the next never used.
+    slot_of: RefCell<HashMap<u32, (u32, Vec<u8>)>>,
+    released: RefCell<Vec<(u32, Instant)>>,
     next_slot: Cell<u32>,
+    /// The generation of the last table written (`struct fslat_uproc`'s `gen`: each
+    /// written table's is new, so the program's cache of rows by it is never stale).
+    generation: Cell<u32>,
     /// The next free row.
     next: Cell<u32>,
     /// Each file's rows (first, count) by path; count 0: no CFI (frame pointers).
@@ -80,7 +91,9 @@ impl Walk {
             walks,
             slots,
             slot_of: RefCell::new(HashMap::new()),
+            released: RefCell::new(Vec::new()),
             next_slot: Cell::new(0),
+            generation: Cell::new(0),
             next: Cell::new(0),
             files: RefCell::new(HashMap::new()),
         }
@@ -126,10 +139,15 @@ impl Walk {
 
     /// Prepares `tgid` from its executable mappings now: its stacks are walked in the
     /// kernel from then on. A process whose table does not fit is left to the copy.
+    ///
+    /// A slot is never rewritten while the process's entry points to it: a changed
+    /// table goes to another slot, and the entry moves there after it is written (a
+    /// walk reads one table or the other, never a half-written one). The old slot rests
+    /// `SLOT_REST` before another table takes it. The rows are only ever appended.
     pub fn prepare(&self, tgid: u32, cfi: &CfiCache) {
-        // fslat itself: its own large binary's rows would take the room of the traced
-        // programs'; its stacks stay copies.
-        if tgid == std::process::id() {
+        // fslat itself (or a child of it not exec'd yet): its own large binary's rows
+        // would take the room of the traced programs'; its stacks stay copies.
+        if tgid == std::process::id() || same_program(tgid) {
             return;
         }
         let Some(start_stack) = start_stack(tgid) else {
@@ -137,33 +155,65 @@ impl Walk {
         };
         let maps = maps::executable(tgid);
         let key = tgid.to_ne_bytes();
+        let old = self
+            .slot_of
+            .borrow()
+            .get(&tgid)
+            .map(|(slot, t)| (*slot, t.clone()));
         let Some(table) = self.table(start_stack, &maps, cfi) else {
             let _ = self.slots.delete(&key);
+            if let Some((slot, _)) = old {
+                self.slot_of.borrow_mut().remove(&tgid);
+                self.released.borrow_mut().push((slot, Instant::now()));
+            }
             return;
         };
-        let known = self.slot_of.borrow().get(&tgid).copied();
-        let slot = match known {
-            Some(slot) => slot,
-            None if self.next_slot.get() < UPROCS_ENTRIES => {
-                let slot = self.next_slot.get();
-                self.next_slot.set(slot + 1);
-                self.slot_of.borrow_mut().insert(tgid, slot);
-                slot
-            }
-            // No slot left: the process's stacks stay copies.
-            None => return,
+        if old.as_ref().is_some_and(|(_, t)| *t == table) {
+            return;
+        }
+        // No slot left: the process's stacks stay copies (or walk the table it had).
+        let Some(slot) = self.free_slot() else {
+            return;
         };
-        // The table first, then the slot that points to it.
+        let generation = self.generation.get().wrapping_add(1).max(1);
+        self.generation.set(generation);
+        let mut written = table.clone();
+        written[UPROC_GEN_AT..UPROC_GEN_AT + 4].copy_from_slice(&generation.to_ne_bytes());
         if self
             .procs
-            .update(&slot.to_ne_bytes(), &table, MapFlags::ANY)
-            .is_ok()
+            .update(&slot.to_ne_bytes(), &written, MapFlags::ANY)
+            .is_err()
+            || self
+                .slots
+                .update(&key, &slot.to_ne_bytes(), MapFlags::ANY)
+                .is_err()
         {
-            let _ = self.slots.update(&key, &slot.to_ne_bytes(), MapFlags::ANY);
+            self.released.borrow_mut().push((slot, Instant::now()));
+            return;
+        }
+        self.slot_of.borrow_mut().insert(tgid, (slot, table));
+        if let Some((was, _)) = old {
+            self.released.borrow_mut().push((was, Instant::now()));
         }
     }
 
-    /// `struct fslat_uproc` for these mappings (sorted by start).
+    /// A slot no process uses: one released `SLOT_REST` ago, or one never used.
+    fn free_slot(&self) -> Option<u32> {
+        let mut released = self.released.borrow_mut();
+        if let Some(i) = released
+            .iter()
+            .position(|(_, at)| at.elapsed() >= SLOT_REST)
+        {
+            return Some(released.swap_remove(i).0);
+        }
+        let slot = self.next_slot.get();
+        (slot < UPROCS_ENTRIES).then(|| {
+            self.next_slot.set(slot + 1);
+            slot
+        })
+    }
+
+    /// `struct fslat_uproc` for these mappings (sorted by start), its `gen` 0.
     fn table(&self, start_stack: u64, maps: &[Mapping], cfi: &CfiCache) -> Option<Vec<u8>> {
         if maps.is_empty() || maps.len() > UWALK_MAPS {
             return None;
@@ -186,6 +236,13 @@ impl Walk {
         }
         Some(out)
     }
+}
+
+/// Whether `tgid` runs fslat's own binary (a child of fslat's before its exec, as `-c`
+/// starts it).
+fn same_program(tgid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    exe(&tgid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
 /// The process's `startstack` (`/proc/PID/stat`'s 28th field), which the program compares
