@@ -685,6 +685,10 @@ struct fslat_uwalk {
 	__u32 n;
 	__u32 end;
 	__u32 pad;
+	/* The kernel's uretprobe trampoline (0: none pending), and the thread's next pending
+	 * return instance (struct return_instance___fslat *, fslat_uretprobes.bpf.h). */
+	__u64 tramp;
+	__u64 ri;
 	struct fslat_urow_cached cache[FSLAT_UWALK_CACHED];
 };
 
@@ -717,6 +721,24 @@ static __always_inline __u32 fslat_uwalk_index(__u32 n)
 #define FSLAT_UWALK_NO_GROWTH 4		/* the stack pointer did not grow */
 #define FSLAT_UWALK_UNREADABLE 5	/* the stack could not be read there */
 #define FSLAT_UWALK_DEEP 6		/* FSLAT_STACK_DEPTH frames (or turns): truncated */
+#define FSLAT_UWALK_URETPROBE 7		/* a trampoline with no pending return for its slot */
+
+/* The return address a pending uretprobe moved from the stack slot `at` (which holds
+ * the trampoline's now), or 0. The thread's return instances are innermost first, so
+ * the walk going outward meets their slots in their order: instances below `at` (left
+ * by a longjmp over their calls) are passed over, a few at most; a chained instance
+ * (whose own saved address is the trampoline) is not followed. */
+static __always_inline __u64 fslat_uwalk_uretprobe(struct fslat_uwalk *w, __u64 at)
+{
+	struct return_instance___fslat *ri = (void *)w->ri;
+	for (int k = 0; k < 4 && ri && BPF_CORE_READ(ri, stack) < at; k++)
+		ri = BPF_CORE_READ(ri, next);
+	if (!ri || BPF_CORE_READ(ri, stack) != at)
+		return 0;
+	__u64 real = BPF_CORE_READ(ri, orig_ret_vaddr);
+	w->ri = (__u64)BPF_CORE_READ(ri, next);
+	return real == w->tramp ? 0 : real;
+}
 
 /* To the caller by the rule `kind` (`row`: its offsets): 0 to go on, 1 at the end. */
 static __always_inline long fslat_uwalk_apply(struct fslat_uwalk *w, __u32 kind,
@@ -748,6 +770,13 @@ static __always_inline long fslat_uwalk_apply(struct fslat_uwalk *w, __u32 kind,
 	    (bp_saved && bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + bp_offset)))) {
 		w->end = FSLAT_UWALK_UNREADABLE;
 		return 1;
+	}
+	if (ra && ra == w->tramp) {
+		ra = fslat_uwalk_uretprobe(w, cfa - 8);
+		if (!ra) {
+			w->end = FSLAT_UWALK_URETPROBE;
+			return 1;
+		}
 	}
 	if (!ra) {
 		w->end = FSLAT_UWALK_COMPLETE;
@@ -924,6 +953,9 @@ static __always_inline __u64 fslat_uwalk(__u32 tgid, __u64 *lost, bool files)
 	w->slot = at;
 	w->n = 0;
 	w->end = FSLAT_UWALK_DEEP;
+	struct task_struct___fslatr *tr = (void *)t;
+	w->ri = (__u64)BPF_CORE_READ(tr, utask, return_instances);
+	w->tramp = w->ri ? BPF_CORE_READ(tr, mm, uprobes_state.xol_area, vaddr) : 0;
 	bpf_loop(FSLAT_UWALK_TURNS, fslat_uwalk_step, NULL, 0);
 	w = bpf_map_lookup_elem(&FSLAT_UWALK_SCRATCH_MAP, &zero);
 	struct fslat_ustack_scratch *s = fslat_ustack_buf();

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 const SLOT_REST: Duration = Duration::from_secs(1);
 
 /// Why a walked stack ended early, by the reason in its last word (`UWALK_ERROR | n`).
-const REASONS: [&str; 7] = [
+const REASONS: [&str; 8] = [
     "",
     super::unwind::NO_FILE,
     "call-frame information the unwinder does not follow",
@@ -31,6 +31,7 @@ const REASONS: [&str; 7] = [
     "the stack pointer did not grow",
     "the stack could not be read",
     "",
+    "no pending uretprobe return for the trampoline",
 ];
 /// The reason that is a truncation (`FSLAT_STACK_DEPTH` frames).
 const DEEP: u64 = 6;
