@@ -624,6 +624,8 @@ struct fslat_uproc {
 	__u64 start_stack;	/* the process's, to tell an exec since */
 	__u32 n;
 	__u32 gen;	/* this table's, never 0 and never another's: the rows cache's key */
+	__u64 start_code;	/* with start_stack: an exec since changes one at least */
+	__u64 end_code;
 	struct fslat_umap m[FSLAT_UWALK_MAPS];
 };
 
@@ -945,7 +947,8 @@ static __always_inline __u64 fslat_uwalk(__u32 tgid, __u64 *lost, bool files)
 	struct task_struct___fslatu *t = (void *)bpf_get_current_task_btf();
 	struct pt_regs___fslat *regs = (void *)bpf_task_pt_regs((void *)t);
 	struct mm_struct___fslat *mm = t->mm;
-	if (!mm || mm->start_stack != p->start_stack)
+	if (!mm || mm->start_stack != p->start_stack || mm->start_code != p->start_code ||
+	    mm->end_code != p->end_code)
 		return 0;
 	w->ip = regs->ip;
 	w->sp = regs->sp;
@@ -963,6 +966,10 @@ static __always_inline __u64 fslat_uwalk(__u32 tgid, __u64 *lost, bool files)
 		return 0;
 	__u32 n = w->n;
 	__u32 end = w->end;
+	/* An address in no mapping the table has (a library loaded since it was made): the
+	 * copy, which user space unwinds with the mappings it reads again. */
+	if (end == FSLAT_UWALK_NO_FILE)
+		return 0;
 	if (n > FSLAT_STACK_DEPTH)
 		n = FSLAT_STACK_DEPTH;
 	s->n = n;

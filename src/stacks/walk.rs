@@ -151,7 +151,7 @@ impl Walk {
         if tgid == std::process::id() || same_program(tgid) {
             return;
         }
-        let Some(start_stack) = start_stack(tgid) else {
+        let Some(layout) = layout(tgid) else {
             return;
         };
         let maps = maps::executable(tgid);
@@ -161,7 +161,7 @@ impl Walk {
             .borrow()
             .get(&tgid)
             .map(|(slot, t)| (*slot, t.clone()));
-        let Some(table) = self.table(start_stack, &maps, cfi) else {
+        let Some(table) = self.table(layout, &maps, cfi) else {
             let _ = self.slots.delete(&key);
             if let Some((slot, _)) = old {
                 self.slot_of.borrow_mut().remove(&tgid);
@@ -215,13 +215,16 @@ impl Walk {
     }
 
     /// `struct fslat_uproc` for these mappings (sorted by start), its `gen` 0.
-    fn table(&self, start_stack: u64, maps: &[Mapping], cfi: &CfiCache) -> Option<Vec<u8>> {
+    fn table(&self, layout: [u64; 3], maps: &[Mapping], cfi: &CfiCache) -> Option<Vec<u8>> {
         if maps.is_empty() || maps.len() > UWALK_MAPS {
             return None;
         }
         let mut out = vec![0u8; UPROC_MAPS_AT + UWALK_MAPS * UMAP_SIZE];
+        let [start_code, end_code, start_stack] = layout;
         out[..8].copy_from_slice(&start_stack.to_ne_bytes());
         out[8..12].copy_from_slice(&(maps.len() as u32).to_ne_bytes());
+        out[16..24].copy_from_slice(&start_code.to_ne_bytes());
+        out[24..32].copy_from_slice(&end_code.to_ne_bytes());
         for (k, m) in maps.iter().enumerate() {
             let (first, rows) = self.file(&m.path, cfi)?;
             let bias = match rows {
@@ -246,17 +249,16 @@ fn same_program(tgid: u32) -> bool {
     exe(&tgid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
-/// The process's `startstack` (`/proc/PID/stat`'s 28th field), which the program compares
-/// with the running process's to tell an exec since it was prepared.
-fn start_stack(tgid: u32) -> Option<u64> {
+/// The process's `startcode`, `endcode` and `startstack` (`/proc/PID/stat`'s fields 26
+/// to 28), which the program compares with the running process's to tell an exec since
+/// it was prepared (the start of the stack alone can be the same, without ASLR).
+fn layout(tgid: u32) -> Option<[u64; 3]> {
     let stat = std::fs::read_to_string(format!("/proc/{tgid}/stat")).ok()?;
     // After the command's closing parenthesis, fields 3 on.
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace()
-        .nth(25)?
-        .parse()
-        .ok()
-        .filter(|&s| s != 0)
+    let mut f = rest.split_whitespace().skip(23).map(|v| v.parse().ok());
+    let layout = [f.next()??, f.next()??, f.next()??];
+    (layout[2] != 0).then_some(layout)
 }
 
 #[cfg(test)]
@@ -279,8 +281,9 @@ mod tests {
     }
 
     #[test]
-    fn own_start_stack_is_read() {
-        assert!(start_stack(std::process::id()).is_some_and(|s| s > 0));
+    fn own_layout_is_read() {
+        let [start_code, end_code, start_stack] = layout(std::process::id()).expect("layout");
+        assert!(0 < start_code && start_code < end_code && end_code < start_stack);
     }
 
     /// The test binary's own CFI as rows: sorted, no row repeating the one before, and
