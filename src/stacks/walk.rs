@@ -278,6 +278,9 @@ mod tests {
         assert!(matches!(end, End::Error(super::super::unwind::NO_FILE)));
         let (_, end) = frames(&words(&[0x10, UWALK_ERROR | DEEP]));
         assert!(matches!(end, End::Truncated));
+        // fslat_stacks.bpf.h's FSLAT_UWALK_URETPROBE.
+        let (_, end) = frames(&words(&[0x10, UWALK_ERROR | 7]));
+        assert!(matches!(end, End::Error(w) if w.contains("uretprobe")));
     }
 
     #[test]
