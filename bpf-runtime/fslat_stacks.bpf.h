@@ -605,10 +605,12 @@ static __always_inline void fslat_ucopy_resolve(__u64 key)
  * frame-pointer stack's; a process not prepared yet (or that exec'd since) is copied
  * (fslat_ustack_copy) and unwound in user space as without the walk.
  *
- * The walk is one bpf_loop of small turns, its state in a per-CPU map value: a turn
- * records a frame, or takes a few steps of a binary search (of the mappings, then of the
- * file's rows), or steps to the caller. Loops that branch inside one program would make
- * the verifier walk every way through them (it did: a million instructions).
+ * The walk is one bpf_loop, a turn a frame, its state in a per-CPU map value: a turn
+ * records the frame, finds its mapping and its file's row (two binary searches, each
+ * whole in the turn) and steps to the caller. The searches take no branch on what they
+ * compare (a mask picks the half): a branch a step would make the verifier walk every
+ * way through them (it did: a million instructions); only leaving a search early
+ * branches, which adds ways one at a time.
  */
 struct fslat_urow {
 	__u32 pc;	/* in the file's own addresses (the address less the mapping's bias) */
@@ -635,7 +637,9 @@ struct fslat_umap {
 struct fslat_uproc {
 	__u64 start_stack;	/* the process's, to tell an exec since */
 	__u32 n;
-	__u32 pad;
+	__u32 gen;	/* this table's, never 0 and never another's: the rows cache's key */
+	__u64 start_code;	/* with start_stack: an exec since changes one at least */
+	__u64 end_code;
 	struct fslat_umap m[FSLAT_UWALK_MAPS];
 };
 
@@ -676,21 +680,32 @@ struct {
 	__type(value, struct fslat_uwalk_frames);
 } FSLAT_UWALKS_MAP SEC(".maps");
 
-/* The walk's state between its turns. `end`: how it ended. */
+/* A row the searches found: for the address pc in the table gen. */
+struct fslat_urow_cached {
+	__u64 pc;
+	__u32 gen;
+	struct fslat_urow row;
+	__u32 pad;
+};
+
+#define FSLAT_UWALK_CACHED 256	/* rows cached a CPU (a power of two) */
+
+/* The walk's state between its turns (the frame to record next). `end`: how it ended.
+ * `cache`: rows found lately, by address (the same frames come back event after event;
+ * a hit spares both searches). */
 struct fslat_uwalk {
 	__u64 ip;
 	__u64 sp;
 	__u64 bp;
-	__u64 pc;
-	__u64 rel;
 	__u32 slot;
 	__u32 n;
 	__u32 end;
-	__u32 phase;
-	__u32 lo;
-	__u32 hi;
-	__u32 first;
 	__u32 pad;
+	/* The kernel's uretprobe trampoline (0: none pending), and the thread's next pending
+	 * return instance (struct return_instance___fslat *, fslat_uretprobes.bpf.h). */
+	__u64 tramp;
+	__u64 ri;
+	struct fslat_urow_cached cache[FSLAT_UWALK_CACHED];
 };
 
 struct {
@@ -700,10 +715,6 @@ struct {
 	__type(value, struct fslat_uwalk);
 } FSLAT_UWALK_SCRATCH_MAP SEC(".maps");
 
-#define FSLAT_UWALK_FRAME 0	/* record w->ip, then search the mappings */
-#define FSLAT_UWALK_MAP 1	/* steps of the mappings' search */
-#define FSLAT_UWALK_ROW 2	/* steps of the rows' search */
-#define FSLAT_UWALK_STEPS 4	/* search steps a turn */
 /* A mask over an index below FSLAT_STACK_DEPTH; within the scratch value even at 127. */
 #define FSLAT_UWALK_INDEX 127
 _Static_assert(FSLAT_STACK_DEPTH <= FSLAT_UWALK_INDEX + 1, "walk index mask");
@@ -726,6 +737,24 @@ static __always_inline __u32 fslat_uwalk_index(__u32 n)
 #define FSLAT_UWALK_NO_GROWTH 4		/* the stack pointer did not grow */
 #define FSLAT_UWALK_UNREADABLE 5	/* the stack could not be read there */
 #define FSLAT_UWALK_DEEP 6		/* FSLAT_STACK_DEPTH frames (or turns): truncated */
+#define FSLAT_UWALK_URETPROBE 7		/* a trampoline with no pending return for its slot */
+
+/* The return address a pending uretprobe moved from the stack slot `at` (which holds
+ * the trampoline's now), or 0. The thread's return instances are innermost first, so
+ * the walk going outward meets their slots in their order: instances below `at` (left
+ * by a longjmp over their calls) are passed over, a few at most; a chained instance
+ * (whose own saved address is the trampoline) is not followed. */
+static __always_inline __u64 fslat_uwalk_uretprobe(struct fslat_uwalk *w, __u64 at)
+{
+	struct return_instance___fslat *ri = (void *)w->ri;
+	for (int k = 0; k < 4 && ri && BPF_CORE_READ(ri, stack) < at; k++)
+		ri = BPF_CORE_READ(ri, next);
+	if (!ri || BPF_CORE_READ(ri, stack) != at)
+		return 0;
+	__u64 real = BPF_CORE_READ(ri, orig_ret_vaddr);
+	w->ri = (__u64)BPF_CORE_READ(ri, next);
+	return real == w->tramp ? 0 : real;
+}
 
 /* To the caller by the rule `kind` (`row`: its offsets): 0 to go on, 1 at the end. */
 static __always_inline long fslat_uwalk_apply(struct fslat_uwalk *w, __u32 kind,
@@ -758,6 +787,13 @@ static __always_inline long fslat_uwalk_apply(struct fslat_uwalk *w, __u32 kind,
 		w->end = FSLAT_UWALK_UNREADABLE;
 		return 1;
 	}
+	if (ra && ra == w->tramp) {
+		ra = fslat_uwalk_uretprobe(w, cfa - 8);
+		if (!ra) {
+			w->end = FSLAT_UWALK_URETPROBE;
+			return 1;
+		}
+	}
 	if (!ra) {
 		w->end = FSLAT_UWALK_COMPLETE;
 		return 1;
@@ -765,104 +801,149 @@ static __always_inline long fslat_uwalk_apply(struct fslat_uwalk *w, __u32 kind,
 	w->ip = ra;
 	w->sp = cfa;
 	w->bp = bp;
-	w->phase = FSLAT_UWALK_FRAME;
 	return 0;
 }
 
-/* The mappings' search is over: the file's rows next (or the frame pointer). */
-static __always_inline long fslat_uwalk_mapped(struct fslat_uwalk *w, struct fslat_uproc *p)
+/* All ones where a <= b, else 0 (both below 2^63), with no branch: the difference's
+ * sign, hidden from the compiler, which would turn a compare back into a jump. */
+static __always_inline __u64 fslat_uwalk_le(__u64 a, __u64 b)
 {
-	struct fslat_urow none = {};
-	__u32 lo = w->lo;
-	if (lo == 0 || lo > FSLAT_UWALK_MAPS) {
-		w->end = FSLAT_UWALK_NO_FILE;
-		return 1;
-	}
-	struct fslat_umap *m = &p->m[(lo - 1) & (FSLAT_UWALK_MAPS - 1)];
-	if (w->pc >= m->end) {
-		w->end = FSLAT_UWALK_NO_FILE;
-		return 1;
-	}
-	__u64 rel = w->pc - m->bias;
-	if (!m->rows || rel > 0xffffffffULL)
-		return fslat_uwalk_apply(w, FSLAT_UROW_GAP, &none);
-	w->rel = rel;
-	w->first = m->row_lo;
-	w->lo = m->row_lo;
-	w->hi = m->row_lo + m->rows;
-	w->phase = FSLAT_UWALK_ROW;
-	return 0;
+	__u64 d = b - a;
+	asm volatile("" : "+r"(d));
+	__u64 m = (d >> 63) - 1;
+	asm volatile("" : "+r"(m));
+	return m;
 }
 
+/* In the mappings of p (sorted by start), how many start at or below pc. */
+static __always_inline __u64 fslat_uwalk_map_search(struct fslat_uproc *p, __u64 pc)
+{
+	__u64 lo = 0, hi = p->n;
+	for (int k = 0; k < FSLAT_UWALK_MAP_STEPS; k++) {
+		__u64 d = hi - lo;
+		if (!d || d > FSLAT_UWALK_MAPS)
+			break;
+		__u64 half = d >> 1;
+		__u64 m = fslat_uwalk_le(p->m[(lo + half) & (FSLAT_UWALK_MAPS - 1)].start, pc);
+		lo += (half + 1) & m;
+		hi -= (d - half) & ~m;
+	}
+	return lo;
+}
+
+/* In the rows [lo, hi) (sorted by pc), the end of those at or below rel; ~0 where a
+ * row cannot be read. */
+static __always_inline __u64 fslat_uwalk_row_search(__u64 lo, __u64 hi, __u64 rel)
+{
+	for (int k = 0; k < FSLAT_UROW_STEPS; k++) {
+		__u64 d = hi - lo;
+		if (!d)
+			break;
+		__u64 half = d >> 1;
+		__u32 mid = lo + half;
+		struct fslat_urow *r = bpf_map_lookup_elem(&FSLAT_UROWS_MAP, &mid);
+		if (!r)
+			return ~0ULL;
+		__u64 m = fslat_uwalk_le(r->pc, rel);
+		lo += (half + 1) & m;
+		hi -= (d - half) & ~m;
+	}
+	return lo;
+}
+
+/* The rule at pc, searched in p's mappings and its file's rows: its kind, and its row
+ * in *row (-1 where the walk cannot go on, with w->end set). */
+static __always_inline long fslat_uwalk_search(struct fslat_uwalk *w, struct fslat_uproc *p,
+					       __u64 pc, struct fslat_urow *row)
+{
+	__u64 at = fslat_uwalk_map_search(p, pc);
+	if (at == 0 || at > FSLAT_UWALK_MAPS) {
+		w->end = FSLAT_UWALK_NO_FILE;
+		return -1;
+	}
+	struct fslat_umap *m = &p->m[(at - 1) & (FSLAT_UWALK_MAPS - 1)];
+	if (pc >= m->end) {
+		w->end = FSLAT_UWALK_NO_FILE;
+		return -1;
+	}
+	__u64 rel = pc - m->bias;
+	__u32 first = m->row_lo;
+	if (!m->rows || rel > 0xffffffffULL)
+		return FSLAT_UROW_GAP;
+	__u64 end = fslat_uwalk_row_search(first, (__u64)first + m->rows, rel);
+	if (end == ~0ULL) {
+		w->end = FSLAT_UWALK_UNSUPPORTED;
+		return -1;
+	}
+	/* Below the file's first row: no CFI there. */
+	if (end <= first)
+		return FSLAT_UROW_GAP;
+	__u32 last = end - 1;
+	struct fslat_urow *r = bpf_map_lookup_elem(&FSLAT_UROWS_MAP, &last);
+	if (!r) {
+		w->end = FSLAT_UWALK_UNSUPPORTED;
+		return -1;
+	}
+	*row = *r;
+	return row->kind;
+}
+
+/* The rule at w->ip (as fslat_uwalk_search), from the cache where it was found lately.
+ * The cache is per CPU; a program that interrupts this one on its CPU may rewrite an
+ * entry, so an entry is marked empty while written and read again after its row is
+ * copied. */
+static __always_inline long fslat_uwalk_rule(struct fslat_uwalk *w, struct fslat_urow *row)
+{
+	struct fslat_uproc *p = bpf_map_lookup_elem(&FSLAT_UPROCS_MAP, &w->slot);
+	if (!p) {
+		w->end = FSLAT_UWALK_NO_FILE;
+		return -1;
+	}
+	/* A return address is looked up one byte back, inside its call. */
+	__u64 pc = w->n > 1 ? w->ip - 1 : w->ip;
+	__u32 gen = p->gen;
+	struct fslat_urow_cached *e =
+		&w->cache[((pc * 0x9e3779b97f4a7c15ULL) >> 56) & (FSLAT_UWALK_CACHED - 1)];
+	if (gen && e->gen == gen && e->pc == pc) {
+		*row = e->row;
+		asm volatile("" ::: "memory");
+		if (e->gen == gen && e->pc == pc)
+			return row->kind;
+	}
+	long kind = fslat_uwalk_search(w, p, pc, row);
+	if (kind < 0 || !gen)
+		return kind;
+	e->gen = 0;
+	asm volatile("" ::: "memory");
+	e->pc = pc;
+	e->row = *row;
+	e->row.kind = kind;
+	asm volatile("" ::: "memory");
+	e->gen = gen;
+	return kind;
+}
+
+/* One turn: the frame at w->ip recorded, then its caller (0 to go on, 1 at the end). */
 static long fslat_uwalk_step(__u64 i, void *ctx)
 {
 	__u32 zero = 0;
 	struct fslat_uwalk *w = bpf_map_lookup_elem(&FSLAT_UWALK_SCRATCH_MAP, &zero);
-	if (!w)
+	struct fslat_ustack_scratch *s = fslat_ustack_buf();
+	if (!w || !s)
 		return 1;
-	if (w->phase == FSLAT_UWALK_FRAME) {
-		struct fslat_ustack_scratch *s = fslat_ustack_buf();
-		__u32 n = w->n;
-		if (!s || n >= FSLAT_STACK_DEPTH) {
-			w->end = FSLAT_UWALK_DEEP;
-			return 1;
-		}
-		/* Masked as well: 6.1's verifier loses the bound of a copied register. */
-		s->ips[fslat_uwalk_index(n)] = w->ip;
-		w->n = n + 1;
-		/* A return address is looked up one byte back, inside its call. */
-		w->pc = n ? w->ip - 1 : w->ip;
-		w->lo = 0;
-		w->phase = FSLAT_UWALK_MAP;
-		struct fslat_uproc *p = bpf_map_lookup_elem(&FSLAT_UPROCS_MAP, &w->slot);
-		w->hi = p ? p->n : 0;
-		return 0;
+	__u32 n = w->n;
+	if (n >= FSLAT_STACK_DEPTH) {
+		w->end = FSLAT_UWALK_DEEP;
+		return 1;
 	}
-	if (w->phase == FSLAT_UWALK_MAP) {
-		struct fslat_uproc *p = bpf_map_lookup_elem(&FSLAT_UPROCS_MAP, &w->slot);
-		if (!p) {
-			w->end = FSLAT_UWALK_NO_FILE;
-			return 1;
-		}
-		__u32 lo = w->lo, hi = w->hi;
-		for (int k = 0; k < FSLAT_UWALK_STEPS && lo < hi; k++) {
-			__u32 mid = (lo + hi) / 2;
-			if (p->m[mid & (FSLAT_UWALK_MAPS - 1)].start <= w->pc)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		w->lo = lo;
-		w->hi = hi;
-		if (lo < hi)
-			return 0;
-		return fslat_uwalk_mapped(w, p);
-	}
-	/* The rows' search: the last row at or below w->rel. */
-	__u32 lo = w->lo, hi = w->hi;
-	for (int k = 0; k < FSLAT_UWALK_STEPS && lo < hi; k++) {
-		__u32 mid = lo + (hi - lo) / 2;
-		struct fslat_urow *r = bpf_map_lookup_elem(&FSLAT_UROWS_MAP, &mid);
-		if (!r) {
-			w->end = FSLAT_UWALK_UNSUPPORTED;
-			return 1;
-		}
-		if (r->pc <= (__u32)w->rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	w->lo = lo;
-	w->hi = hi;
-	if (lo < hi)
-		return 0;
+	/* Masked as well: 6.1's verifier loses the bound of a copied register. */
+	s->ips[fslat_uwalk_index(n)] = w->ip;
+	w->n = n + 1;
 	struct fslat_urow row = {};
-	__u32 at = lo - 1;
-	struct fslat_urow *r = lo > w->first ? bpf_map_lookup_elem(&FSLAT_UROWS_MAP, &at) : NULL;
-	/* Below the file's first row: no CFI there. */
-	if (r)
-		row = *r;
-	return fslat_uwalk_apply(w, r ? row.kind : FSLAT_UROW_GAP, &row);
+	long kind = fslat_uwalk_rule(w, &row);
+	if (kind < 0)
+		return 1;
+	return fslat_uwalk_apply(w, kind, &row);
 }
 
 /* The walked stack's key, or 0 where the process is not prepared (then: the copy). */
@@ -880,7 +961,8 @@ static __always_inline __u64 fslat_uwalk(__u32 tgid, __u64 *lost, bool files)
 	struct task_struct___fslatu *t = (void *)bpf_get_current_task_btf();
 	struct pt_regs___fslat *regs = (void *)bpf_task_pt_regs((void *)t);
 	struct mm_struct___fslat *mm = t->mm;
-	if (!mm || mm->start_stack != p->start_stack)
+	if (!mm || mm->start_stack != p->start_stack || mm->start_code != p->start_code ||
+	    mm->end_code != p->end_code)
 		return 0;
 	w->ip = regs->ip;
 	w->sp = regs->sp;
@@ -888,7 +970,9 @@ static __always_inline __u64 fslat_uwalk(__u32 tgid, __u64 *lost, bool files)
 	w->slot = at;
 	w->n = 0;
 	w->end = FSLAT_UWALK_DEEP;
-	w->phase = FSLAT_UWALK_FRAME;
+	struct task_struct___fslatr *tr = (void *)t;
+	w->ri = (__u64)BPF_CORE_READ(tr, utask, return_instances);
+	w->tramp = w->ri ? BPF_CORE_READ(tr, mm, uprobes_state.xol_area, vaddr) : 0;
 	bpf_loop(FSLAT_UWALK_TURNS, fslat_uwalk_step, NULL, 0);
 	w = bpf_map_lookup_elem(&FSLAT_UWALK_SCRATCH_MAP, &zero);
 	struct fslat_ustack_scratch *s = fslat_ustack_buf();
@@ -896,6 +980,10 @@ static __always_inline __u64 fslat_uwalk(__u32 tgid, __u64 *lost, bool files)
 		return 0;
 	__u32 n = w->n;
 	__u32 end = w->end;
+	/* An address in no mapping the table has (a library loaded since it was made): the
+	 * copy, which user space unwinds with the mappings it reads again. */
+	if (end == FSLAT_UWALK_NO_FILE)
+		return 0;
 	if (n > FSLAT_STACK_DEPTH)
 		n = FSLAT_STACK_DEPTH;
 	s->n = n;

@@ -129,7 +129,6 @@ pub(super) struct UstackWalkData {
     pub(super) slots_map: &'static str,
     pub(super) scratch_map: &'static str,
     pub(super) turns: u32,
-    pub(super) search_steps: u32,
     pub(super) rows_entries: u32,
     pub(super) row_steps: u32,
     pub(super) row_size: usize,
@@ -138,6 +137,7 @@ pub(super) struct UstackWalkData {
     pub(super) map_steps: u32,
     pub(super) map_size: usize,
     pub(super) maps_at: usize,
+    pub(super) gen_at: usize,
     pub(super) error: String,
     pub(super) kinds: [u8; 5],
 }

@@ -82,7 +82,6 @@ pub(super) fn ustack_walk(program: &Program) -> Option<UstackWalkData> {
             slots_map: resources::USLOTS_MAP,
             scratch_map: resources::UWALK_SCRATCH_MAP,
             turns: resources::UWALK_TURNS,
-            search_steps: resources::UWALK_SEARCH_STEPS,
             rows_entries: resources::UROWS_ENTRIES,
             row_steps: resources::UROW_STEPS,
             row_size: resources::UROW_SIZE,
@@ -91,6 +90,7 @@ pub(super) fn ustack_walk(program: &Program) -> Option<UstackWalkData> {
             map_steps: resources::UWALK_MAP_STEPS,
             map_size: resources::UMAP_SIZE,
             maps_at: resources::UPROC_MAPS_AT,
+            gen_at: resources::UPROC_GEN_AT,
             error: format!("{:#x}ULL", resources::UWALK_ERROR),
             kinds: [
                 resources::UROW_GAP,

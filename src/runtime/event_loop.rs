@@ -47,6 +47,9 @@ pub(super) fn trace<'a>(
     let stacks = stack_table(program, settings, loaded)?;
     if let Some(table) = &stacks {
         out.set_stacks(table.clone());
+        if settings.target_tgid != 0 {
+            table.prepare_walk(settings.target_tgid);
+        }
     }
     let state = Rc::new(RefCell::new(State {
         out,

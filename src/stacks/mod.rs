@@ -332,6 +332,14 @@ impl StackTable {
         self
     }
 
+    /// `--ustack-walk`: prepares `tgid` (`-p`) before the program runs, so that its
+    /// first stacks are walked rather than copied.
+    pub fn prepare_walk(&self, tgid: u32) {
+        if let Some(walk) = &self.walk {
+            walk.prepare(tgid, &self.cfi);
+        }
+    }
+
     /// The program saw user stacks of `tgid` for the first time: keep its mappings now,
     /// while it lives, and read them again a few times soon after (`settle`). A process
     /// that is already gone is symbolized as far as possible.

@@ -10,14 +10,20 @@
 use super::maps::{self, Mapping};
 use super::unwind::{CfiCache, TableRow};
 use crate::check::resources::{
-    UMAP_SIZE, UPROC_MAPS_AT, UPROCS_ENTRIES, UROW_SIZE, UROWS_ENTRIES, UWALK_ERROR, UWALK_MAPS,
+    UMAP_SIZE, UPROC_GEN_AT, UPROC_MAPS_AT, UPROCS_ENTRIES, UROW_SIZE, UROWS_ENTRIES, UWALK_ERROR,
+    UWALK_MAPS,
 };
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// How long a slot a process no longer uses stays unused: a walk that read the slot
+/// before the process's entry moved on (microseconds) is over by then.
+const SLOT_REST: Duration = Duration::from_secs(1);
 
 /// Why a walked stack ended early, by the reason in its last word (`UWALK_ERROR | n`).
-const REASONS: [&str; 7] = [
+const REASONS: [&str; 8] = [
     "",
     super::unwind::NO_FILE,
     "call-frame information the unwinder does not follow",
@@ -25,6 +31,7 @@ const REASONS: [&str; 7] = [
     "the stack pointer did not grow",
     "the stack could not be read",
     "",
+    "no pending uretprobe return for the trampoline",
 ];
 /// The reason that is a truncation (`FSLAT_STACK_DEPTH` frames).
 const DEEP: u64 = 6;
@@ -63,9 +70,14 @@ pub struct Walk {
     procs: MapHandle,
     pub walks: MapHandle,
     slots: MapHandle,
-    /// Each prepared process's slot in `procs`, and the next free one.
-    slot_of: RefCell<HashMap<u32, u32>>,
+    /// Each prepared process's slot in `procs` and the table written there; slots
+    /// released (and since when); the next never used.
+    slot_of: RefCell<HashMap<u32, (u32, Vec<u8>)>>,
+    released: RefCell<Vec<(u32, Instant)>>,
     next_slot: Cell<u32>,
+    /// The generation of the last table written (`struct fslat_uproc`'s `gen`: each
+    /// written table's is new, so the program's cache of rows by it is never stale).
+    generation: Cell<u32>,
     /// The next free row.
     next: Cell<u32>,
     /// Each file's rows (first, count) by path; count 0: no CFI (frame pointers).
@@ -80,7 +92,9 @@ impl Walk {
             walks,
             slots,
             slot_of: RefCell::new(HashMap::new()),
+            released: RefCell::new(Vec::new()),
             next_slot: Cell::new(0),
+            generation: Cell::new(0),
             next: Cell::new(0),
             files: RefCell::new(HashMap::new()),
         }
@@ -126,51 +140,91 @@ impl Walk {
 
     /// Prepares `tgid` from its executable mappings now: its stacks are walked in the
     /// kernel from then on. A process whose table does not fit is left to the copy.
+    ///
+    /// A slot is never rewritten while the process's entry points to it: a changed
+    /// table goes to another slot, and the entry moves there after it is written (a
+    /// walk reads one table or the other, never a half-written one). The old slot rests
+    /// `SLOT_REST` before another table takes it. The rows are only ever appended.
     pub fn prepare(&self, tgid: u32, cfi: &CfiCache) {
-        // fslat itself: its own large binary's rows would take the room of the traced
-        // programs'; its stacks stay copies.
-        if tgid == std::process::id() {
+        // fslat itself (or a child of it not exec'd yet): its own large binary's rows
+        // would take the room of the traced programs'; its stacks stay copies.
+        if tgid == std::process::id() || same_program(tgid) {
             return;
         }
-        let Some(start_stack) = start_stack(tgid) else {
+        let Some(layout) = layout(tgid) else {
             return;
         };
         let maps = maps::executable(tgid);
         let key = tgid.to_ne_bytes();
-        let Some(table) = self.table(start_stack, &maps, cfi) else {
+        let old = self
+            .slot_of
+            .borrow()
+            .get(&tgid)
+            .map(|(slot, t)| (*slot, t.clone()));
+        let Some(table) = self.table(layout, &maps, cfi) else {
             let _ = self.slots.delete(&key);
+            if let Some((slot, _)) = old {
+                self.slot_of.borrow_mut().remove(&tgid);
+                self.released.borrow_mut().push((slot, Instant::now()));
+            }
             return;
         };
-        let known = self.slot_of.borrow().get(&tgid).copied();
-        let slot = match known {
-            Some(slot) => slot,
-            None if self.next_slot.get() < UPROCS_ENTRIES => {
-                let slot = self.next_slot.get();
-                self.next_slot.set(slot + 1);
-                self.slot_of.borrow_mut().insert(tgid, slot);
-                slot
-            }
-            // No slot left: the process's stacks stay copies.
-            None => return,
+        if old.as_ref().is_some_and(|(_, t)| *t == table) {
+            return;
+        }
+        // No slot left: the process's stacks stay copies (or walk the table it had).
+        let Some(slot) = self.free_slot() else {
+            return;
         };
-        // The table first, then the slot that points to it.
+        let generation = self.generation.get().wrapping_add(1).max(1);
+        self.generation.set(generation);
+        let mut written = table.clone();
+        written[UPROC_GEN_AT..UPROC_GEN_AT + 4].copy_from_slice(&generation.to_ne_bytes());
         if self
             .procs
-            .update(&slot.to_ne_bytes(), &table, MapFlags::ANY)
-            .is_ok()
+            .update(&slot.to_ne_bytes(), &written, MapFlags::ANY)
+            .is_err()
+            || self
+                .slots
+                .update(&key, &slot.to_ne_bytes(), MapFlags::ANY)
+                .is_err()
         {
-            let _ = self.slots.update(&key, &slot.to_ne_bytes(), MapFlags::ANY);
+            self.released.borrow_mut().push((slot, Instant::now()));
+            return;
+        }
+        self.slot_of.borrow_mut().insert(tgid, (slot, table));
+        if let Some((was, _)) = old {
+            self.released.borrow_mut().push((was, Instant::now()));
         }
     }
 
-    /// `struct fslat_uproc` for these mappings (sorted by start).
-    fn table(&self, start_stack: u64, maps: &[Mapping], cfi: &CfiCache) -> Option<Vec<u8>> {
+    /// A slot no process uses: one released `SLOT_REST` ago, or one never used.
+    fn free_slot(&self) -> Option<u32> {
+        let mut released = self.released.borrow_mut();
+        if let Some(i) = released
+            .iter()
+            .position(|(_, at)| at.elapsed() >= SLOT_REST)
+        {
+            return Some(released.swap_remove(i).0);
+        }
+        let slot = self.next_slot.get();
+        (slot < UPROCS_ENTRIES).then(|| {
+            self.next_slot.set(slot + 1);
+            slot
+        })
+    }
+
+    /// `struct fslat_uproc` for these mappings (sorted by start), its `gen` 0.
+    fn table(&self, layout: [u64; 3], maps: &[Mapping], cfi: &CfiCache) -> Option<Vec<u8>> {
         if maps.is_empty() || maps.len() > UWALK_MAPS {
             return None;
         }
         let mut out = vec![0u8; UPROC_MAPS_AT + UWALK_MAPS * UMAP_SIZE];
+        let [start_code, end_code, start_stack] = layout;
         out[..8].copy_from_slice(&start_stack.to_ne_bytes());
         out[8..12].copy_from_slice(&(maps.len() as u32).to_ne_bytes());
+        out[16..24].copy_from_slice(&start_code.to_ne_bytes());
+        out[24..32].copy_from_slice(&end_code.to_ne_bytes());
         for (k, m) in maps.iter().enumerate() {
             let (first, rows) = self.file(&m.path, cfi)?;
             let bias = match rows {
@@ -188,17 +242,23 @@ impl Walk {
     }
 }
 
-/// The process's `startstack` (`/proc/PID/stat`'s 28th field), which the program compares
-/// with the running process's to tell an exec since it was prepared.
-fn start_stack(tgid: u32) -> Option<u64> {
+/// Whether `tgid` runs fslat's own binary (a child of fslat's before its exec, as `-c`
+/// starts it).
+fn same_program(tgid: u32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    exe(&tgid.to_string()).is_some_and(|e| Some(e) == exe("self"))
+}
+
+/// The process's `startcode`, `endcode` and `startstack` (`/proc/PID/stat`'s fields 26
+/// to 28), which the program compares with the running process's to tell an exec since
+/// it was prepared (the start of the stack alone can be the same, without ASLR).
+fn layout(tgid: u32) -> Option<[u64; 3]> {
     let stat = std::fs::read_to_string(format!("/proc/{tgid}/stat")).ok()?;
     // After the command's closing parenthesis, fields 3 on.
     let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace()
-        .nth(25)?
-        .parse()
-        .ok()
-        .filter(|&s| s != 0)
+    let mut f = rest.split_whitespace().skip(23).map(|v| v.parse().ok());
+    let layout = [f.next()??, f.next()??, f.next()??];
+    (layout[2] != 0).then_some(layout)
 }
 
 #[cfg(test)]
@@ -218,11 +278,15 @@ mod tests {
         assert!(matches!(end, End::Error(super::super::unwind::NO_FILE)));
         let (_, end) = frames(&words(&[0x10, UWALK_ERROR | DEEP]));
         assert!(matches!(end, End::Truncated));
+        // fslat_stacks.bpf.h's FSLAT_UWALK_URETPROBE.
+        let (_, end) = frames(&words(&[0x10, UWALK_ERROR | 7]));
+        assert!(matches!(end, End::Error(w) if w.contains("uretprobe")));
     }
 
     #[test]
-    fn own_start_stack_is_read() {
-        assert!(start_stack(std::process::id()).is_some_and(|s| s > 0));
+    fn own_layout_is_read() {
+        let [start_code, end_code, start_stack] = layout(std::process::id()).expect("layout");
+        assert!(0 < start_code && start_code < end_code && end_code < start_stack);
     }
 
     /// The test binary's own CFI as rows: sorted, no row repeating the one before, and

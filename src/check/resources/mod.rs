@@ -115,12 +115,12 @@ pub const UROWS_MAP: &str = "fslat_urows";
 pub const USLOTS_MAP: &str = "fslat_uslots";
 /// The walk's per-CPU state (only the kernel side reads it).
 pub const UWALK_SCRATCH_MAP: &str = "fslat_uwalk_scratch";
-/// Turns of the walk's loop at most: per frame, one to record it and the binary
-/// searches' steps, `UWALK_SEARCH_STEPS` a turn.
-pub const UWALK_TURNS: u32 = UFRAME_DEPTH as u32
-    * (1 + UWALK_MAP_STEPS.div_ceil(UWALK_SEARCH_STEPS) + UROW_STEPS.div_ceil(UWALK_SEARCH_STEPS));
-pub const UWALK_SEARCH_STEPS: u32 = 4;
-/// An array by slot: `u64` start of stack, `u32` count, then `UWALK_MAPS` mappings
+/// Turns of the walk's loop at most: one a frame (its two binary searches whole in it).
+pub const UWALK_TURNS: u32 = UFRAME_DEPTH as u32;
+/// An array by slot: `u64` start of stack, `u32` count, `u32` generation (at
+/// `UPROC_GEN_AT`: new for each table written, the key of the walk's cache of rows),
+/// `u64` start and end of code (with the start of stack, what tells an exec since),
+/// then `UWALK_MAPS` mappings
 /// of `UMAP_SIZE` bytes at `UPROC_MAPS_AT` (`u64` start, end and bias, `u32` first row,
 /// `u32` rows).
 pub const UPROCS_MAP: &str = "fslat_uprocs";
@@ -144,7 +144,8 @@ pub const UPROCS_ENTRIES: u32 = 1024;
 pub const UWALK_MAPS: usize = 64;
 pub const UWALK_MAP_STEPS: u32 = 7;
 pub const UMAP_SIZE: usize = 32;
-pub const UPROC_MAPS_AT: usize = 16;
+pub const UPROC_MAPS_AT: usize = 32;
+pub const UPROC_GEN_AT: usize = 12;
 pub const UWALK_ERROR: u64 = 0xffff_ffff_ffff_ff00;
 /// `percentiles`' interval generation, which user space bumps before each `-i` read
 /// (fslat_pct.bpf.h).
