@@ -230,10 +230,16 @@ pub struct RunArgs {
     ))]
     pub ustack_bytes: Option<u32>,
 
-    /// Unwind user stacks in the kernel, from tables fslat derives from the files'
-    /// call-frame information, where the kernel has bpf_loop and bpf_find_vma (5.17);
-    /// a process not prepared yet is copied as without it (experimental)
-    #[arg(long)]
+    /// Unwind user stacks from their copies alone (--ustack-bytes), in user space; by
+    /// default, where the kernel has bpf_loop and bpf_find_vma (5.17), the program walks
+    /// them itself from tables fslat derives from the files' call-frame information, and
+    /// copies only the stacks of a process it has not prepared yet
+    #[arg(long, conflicts_with = "ustack_walk")]
+    pub ustack_copy: bool,
+
+    /// The kernel's walk of user stacks: the default since it became cheaper than the
+    /// copy (kept so that scripts that ask for it keep working)
+    #[arg(long, hide = true)]
     pub ustack_walk: bool,
 }
 
@@ -440,7 +446,7 @@ impl RunArgs {
             max_in_flight: self.max_in_flight,
             max_stacks: self.max_stacks,
             ustack_bytes: self.ustack_bytes.unwrap_or(driver::UCOPY_DEFAULT),
-            ustack_walk: self.ustack_walk,
+            ustack_walk: !self.ustack_copy,
             no_cache: self.no_cache,
             listen: self.listen,
             web_config: self.web_config.clone(),

@@ -295,8 +295,12 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
         && let Some((mode, program, object)) = warm::lookup(cache, key)
     {
         report_pid_of_threaded_process(&program);
-        return run_object(&program, &object, mode, opts, &[], warm::loads(cache, key))
-            .map_err(|e| check_again(e, name, text, None, opts));
+        return match run_object(&program, &object, mode, opts, &[], warm::loads(cache, key)) {
+            Err(e) if let Some(copy) = without_walk(&e, &program, opts) => {
+                run_script(name, text, emit, &copy)
+            }
+            r => r.map_err(|e| check_again(e, name, text, None, opts)),
+        };
     }
     // The parse needs no kernel.
     if emit == Some(Emit::Ast) {
@@ -352,10 +356,36 @@ pub fn run_script(name: &str, text: &str, emit: Option<Emit>, opts: &Options) ->
             let loads = warm
                 .as_ref()
                 .and_then(|(cache, key)| warm::loads(cache, key));
-            run_object(&program, &object, mode, opts, &[], loads)
-                .map_err(|e| check_again(e, name, text, Some(&kernel), opts))
+            match run_object(&program, &object, mode, opts, &[], loads) {
+                Err(e) if let Some(copy) = without_walk(&e, &program, opts) => {
+                    run_script(name, text, emit, &copy)
+                }
+                r => r.map_err(|e| check_again(e, name, text, Some(&kernel), opts)),
+            }
         }
     }
+}
+
+/// A program with the kernel's walk of user stacks that the verifier refused: the
+/// options to run the script again with copies instead, said on standard error. The
+/// walk's loops are the part of a program whose verification varies most with the
+/// kernel and the compiler (6.1's verifier gave up on an `offcpu` program built with
+/// clang 19); the copy is the unwinder every kernel takes. Nothing ran yet: a command of
+/// `-c` had not started, and is started again.
+fn without_walk(err: &Error, program: &Program, opts: &Options) -> Option<Options> {
+    let Error::Runtime(crate::runtime::RuntimeError::Verifier { session, summary }) = err else {
+        return None;
+    };
+    if !program.ustack_walk {
+        return None;
+    }
+    crate::stderr_line!(
+        "fslat: warning: the kernel's verifier refused the program for {session} with the in-kernel walk of user stacks ({summary}); running with copies of the stacks instead (--ustack-copy)"
+    );
+    Some(Options {
+        ustack_walk: false,
+        ..opts.clone()
+    })
 }
 
 /// A run that failed to load or attach: the script checked again with ftrace's list

@@ -35,7 +35,7 @@ pub struct Options {
     pub max_stacks: Option<u32>,
     /// `--ustack-bytes`: `Program::ustack_bytes`.
     pub ustack_bytes: u32,
-    /// `--ustack-walk`: `Program::ustack_walk`.
+    /// `Program::ustack_walk`: the command line's default, unless `--ustack-copy`.
     pub ustack_walk: bool,
     pub no_cache: bool,
     pub listen: Option<std::net::SocketAddr>,
