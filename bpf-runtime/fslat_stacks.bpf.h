@@ -42,11 +42,18 @@ struct fslat_stack_map FSLAT_KSTACKS_MAP SEC(".maps");
  * once on 6.1). The same bucket of this map is free unless a third stack shares it. */
 struct fslat_stack_map FSLAT_KSTACKS_MAP_2 SEC(".maps");
 
-/* A kernel stack's id, FSLAT_STACK_SECOND set for the second map's. A function of its
- * own (not inlined), so that the verifier does not follow the rest of a program once for
- * each map: inlined, its branch took 6.1's verifier past a million instructions on an
- * `offcpu` program built with clang 19. */
-static __noinline __s64 fslat_kstackid_stored(void *ctx)
+/* A kernel stack's id, FSLAT_STACK_SECOND set for the second map's. On 5.17+ a function
+ * of its own (not inlined), so that the verifier does not follow the rest of a program
+ * once for each map: inlined, its branch took 6.1's verifier past a million instructions
+ * on an `offcpu` program built with clang 19. On kernels without bpf_loop (5.10) inlined:
+ * there the call made the verifier of an `offcpu` program run for minutes
+ * (example_offcpu), which the inlined form does not. */
+#ifdef FSLAT_NO_BPF_LOOP
+static __always_inline
+#else
+static __noinline
+#endif
+__s64 fslat_kstackid_stored(void *ctx)
 {
 	__s64 id = bpf_get_stackid(ctx, &FSLAT_KSTACKS_MAP, 0);
 	if (id == -17 /* EEXIST: the bucket holds another stack */) {
